@@ -1,0 +1,1 @@
+"""lakecore: an LSM lake table library that writes Apache Paimon's on-disk format."""
