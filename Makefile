@@ -1,0 +1,46 @@
+# The README's two commands: `make demo` and `make test`. Both bootstrap .venv from scratch.
+SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+PYTHON ?= python3.11
+VENV := .venv
+PAIMON_VENV := .venv-paimon
+PY := $(VENV)/bin/python
+# pip on this machine kind warns about unusable extra index locations; keep the log readable.
+QUIET_PIP := grep -v '^WARNING: Location' || true
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: demo test lint unit bench clean venv paimon-venv
+
+venv: $(VENV)/.installed
+paimon-venv: $(PAIMON_VENV)/.installed
+
+$(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q -c constraints.txt -r requirements.txt 2>&1 | $(QUIET_PIP)
+	@# the spark provider's pyspark-client overwrites pyspark's Python files: put 4.3.0 back
+	$(VENV)/bin/pip install -q --no-deps --force-reinstall pyspark==4.3.0 2>&1 | $(QUIET_PIP)
+	$(VENV)/bin/pip install -q --no-deps -e . 2>&1 | $(QUIET_PIP)
+	$(PY) -c "import pyspark, pyarrow, lakecore; assert pyspark.__version__ == '4.3.0', pyspark.__version__"
+	touch $@
+
+# pypaimon pins pyarrow<20, so it gets its own venv; tests drive it through a subprocess.
+$(PAIMON_VENV)/.installed:
+	$(PYTHON) -m venv $(PAIMON_VENV)
+	$(PAIMON_VENV)/bin/pip install -q pypaimon==2.1.0 2>&1 | $(QUIET_PIP)
+	$(PAIMON_VENV)/bin/python -c "import pypaimon"
+	touch $@
+
+lint: venv
+	$(VENV)/bin/ruff check lakecore tests bench
+
+test: venv paimon-venv lint
+	$(PY) -m pytest -q
+
+demo: venv
+	$(PY) -m lakecore.demo --warehouse .demo/warehouse
+
+bench: venv paimon-venv
+	$(PY) bench/write_read.py
+
+clean:
+	rm -rf .demo .pytest_cache .ruff_cache

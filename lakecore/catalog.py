@@ -1,0 +1,136 @@
+"""Filesystem catalog over a warehouse: ``<warehouse>/<db>.db/<table>/`` as Paimon lays out."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from lakecore.errors import (
+    CatalogError,
+    DatabaseAlreadyExistError,
+    DatabaseNotExistError,
+    TableAlreadyExistError,
+    TableNotExistError,
+)
+from lakecore.fileio import FileIO
+from lakecore.schema import Schema, TableSchema
+from lakecore.table import CatalogLockLike, FileStoreTable
+
+DB_SUFFIX = ".db"
+_SCHEMA_FILE = re.compile(r"^schema-(\d+)$")
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+
+
+def _check_name(kind: str, name: str) -> None:
+    if not _NAME.match(name):
+        raise CatalogError(f"invalid {kind} name {name!r}: use letters, digits, '_' and '-'")
+
+
+def _split_identifier(identifier: str) -> tuple[str, str]:
+    parts = identifier.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise CatalogError(f"table identifier {identifier!r} must be 'database.table'")
+    return parts[0], parts[1]
+
+
+class FileSystemCatalog:
+    def __init__(self, options: Mapping[str, str], lock: CatalogLockLike | None = None) -> None:
+        if "warehouse" not in options:
+            raise CatalogError("catalog option 'warehouse' is required")
+        self.options = dict(options)
+        self.file_io, self.warehouse = FileIO.for_uri(str(options["warehouse"]))
+        self.warehouse = self.warehouse.rstrip("/")
+        self.lock = lock
+
+    # -- databases -----------------------------------------------------------------------
+    def database_path(self, name: str) -> str:
+        return f"{self.warehouse}/{name}{DB_SUFFIX}"
+
+    def list_databases(self) -> list[str]:
+        return sorted(
+            st.path.rsplit("/", 1)[-1][: -len(DB_SUFFIX)]
+            for st in self.file_io.list_status(self.warehouse)
+            if st.is_dir and st.path.endswith(DB_SUFFIX)
+        )
+
+    def create_database(self, name: str, ignore_if_exists: bool = False,
+                        properties: Mapping[str, str] | None = None) -> None:
+        _check_name("database", name)
+        if self.file_io.exists(self.database_path(name)):
+            if ignore_if_exists:
+                return
+            raise DatabaseAlreadyExistError(f"database {name!r} already exists")
+        self.file_io.mkdirs(self.database_path(name))
+
+    def drop_database(self, name: str, ignore_if_not_exists: bool = False,
+                      cascade: bool = False) -> None:
+        path = self.database_path(name)
+        if not self.file_io.exists(path):
+            if ignore_if_not_exists:
+                return
+            raise DatabaseNotExistError(f"database {name!r} does not exist")
+        if self.list_tables(name) and not cascade:
+            raise CatalogError(f"database {name!r} is not empty; pass cascade=True")
+        self.file_io.fs.delete_dir(path)
+
+    # -- tables --------------------------------------------------------------------------
+    def table_path(self, identifier: str) -> str:
+        db, name = _split_identifier(identifier)
+        return f"{self.database_path(db)}/{name}"
+
+    def list_tables(self, database: str) -> list[str]:
+        if not self.file_io.exists(self.database_path(database)):
+            raise DatabaseNotExistError(f"database {database!r} does not exist")
+        out = []
+        for st in self.file_io.list_status(self.database_path(database)):
+            if st.is_dir and self.file_io.exists(f"{st.path}/schema"):
+                out.append(st.path.rsplit("/", 1)[-1])
+        return sorted(out)
+
+    def create_table(self, identifier: str, schema: Schema, ignore_if_exists: bool = False
+                     ) -> None:
+        db, name = _split_identifier(identifier)
+        _check_name("table", name)
+        if not self.file_io.exists(self.database_path(db)):
+            raise DatabaseNotExistError(f"database {db!r} does not exist")
+        path = self.table_path(identifier)
+        ts = TableSchema.from_schema(0, schema, int(time.time() * 1000))
+        created = self.file_io.try_create(f"{path}/schema/schema-0", ts.to_json().encode())
+        if not created:
+            if ignore_if_exists:
+                return
+            raise TableAlreadyExistError(f"table {identifier!r} already exists")
+
+    def _latest_schema(self, identifier: str) -> TableSchema:
+        path = self.table_path(identifier)
+        ids = []
+        for st in self.file_io.list_status(f"{path}/schema"):
+            m = _SCHEMA_FILE.match(st.path.rsplit("/", 1)[-1])
+            if m:
+                ids.append(int(m.group(1)))
+        if not ids:
+            raise TableNotExistError(f"table {identifier!r} does not exist")
+        spath = f"{path}/schema/schema-{max(ids)}"
+        return TableSchema.from_json(self.file_io.read_text(spath), spath)
+
+    def get_table(self, identifier: str) -> FileStoreTable:
+        schema = self._latest_schema(identifier)
+        return FileStoreTable(self.file_io, identifier, self.table_path(identifier), schema,
+                              lock=self.lock)
+
+    def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
+        path = self.table_path(identifier)
+        if not self.file_io.exists(f"{path}/schema"):
+            if ignore_if_not_exists:
+                return
+            raise TableNotExistError(f"table {identifier!r} does not exist")
+        self.file_io.fs.delete_dir(path)
+
+
+class CatalogFactory:
+    @staticmethod
+    def create(options: Mapping[str, Any]) -> FileSystemCatalog:
+        """``{"warehouse": uri, ...catalog options}`` -> a filesystem catalog."""
+        return FileSystemCatalog({k: str(v) for k, v in options.items()})

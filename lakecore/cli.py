@@ -1,0 +1,65 @@
+"""The ``lakecore`` command line. Every subcommand takes ``--warehouse W --table db.t``,
+catalog/table options as ``--option key=value`` and ``--json`` for machine-readable output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from lakecore.catalog import CatalogFactory
+from lakecore.errors import LakecoreError
+from lakecore.inspect import format_report, inspect_table
+
+CATALOG_KEYS = frozenset({"catalog-key", "lock-acquire-timeout", "lock-check-max-sleep"})
+
+
+def _options(pairs: Sequence[str]) -> dict[str, str]:
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise SystemExit(f"--option expects key=value, got {p!r}")
+        k, v = p.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--warehouse", required=True, help="warehouse URI or path")
+    p.add_argument("--table", required=True, help="database.table")
+    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
+                   help="catalog or dynamic table option (repeatable)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lakecore", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("inspect", help="snapshots and live files per partition/bucket/level")
+    _common(p)
+    p.add_argument("--max-snapshots", type=int, default=20)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        opts = _options(args.option)
+        catalog_opts = {k: v for k, v in opts.items() if k in CATALOG_KEYS or k.startswith("lock")}
+        table_opts = {k: v for k, v in opts.items() if k not in catalog_opts}
+        catalog = CatalogFactory.create({"warehouse": args.warehouse, **catalog_opts})
+        table = catalog.get_table(args.table)
+        if table_opts:
+            table = table.copy(table_opts)
+        if args.command == "inspect":
+            report = inspect_table(table, args.max_snapshots)
+            print(json.dumps(report) if args.json else format_report(report))
+        return 0
+    except LakecoreError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

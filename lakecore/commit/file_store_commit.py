@@ -1,0 +1,288 @@
+"""The single committer: CommitMessages -> APPEND / COMPACT / OVERWRITE snapshots.
+
+commit -> try_commit (retry loop with backoff) -> try_commit_once (read latest, check
+conflicts, write manifests, create ``snapshot-N`` if absent, under the catalog lock when one
+is configured). Idempotent per (commit user, commit identifier).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lakecore.commit.conflicts import check_bucket_counts, check_deletes_live
+from lakecore.errors import CommitRetryableError, CommitTimeoutError
+from lakecore.format.manifest import FileKind, ManifestEntry
+from lakecore.format.manifest_list import ManifestFileMeta
+from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
+from lakecore.manifest_io import merge_entries
+from lakecore.write.commit_message import CommitMessage
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+PartitionFilter = Callable[[tuple], bool]
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    snapshot_ids: tuple[int, ...]
+    skipped: bool = False  # True when (user, identifier) was already committed
+
+
+class FileStoreCommit:
+    def __init__(
+        self,
+        table: FileStoreTable,
+        commit_user: str,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.table = table
+        self.commit_user = commit_user
+        self.clock, self.sleep = clock, sleep
+        self.sm = table.snapshot_manager
+        self.mio = table.manifest_io()
+
+    # -- idempotence ---------------------------------------------------------------------
+    def is_committed(self, identifier: int, since_id: int | None = None) -> bool:
+        """Whether a snapshot by (commit user, identifier) exists (newer than ``since_id``)."""
+        for snap in self.sm.snapshots_backward():
+            if since_id is not None and snap.id <= since_id:
+                return False
+            if snap.commit_user != self.commit_user:
+                continue
+            if snap.commit_identifier == identifier:
+                return True
+            if snap.commit_identifier < identifier and identifier != BATCH_COMMIT_IDENTIFIER:
+                return False  # a user's identifiers grow; anything older is not ours
+        return False
+
+    def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
+        """The identifiers among ``identifiers`` that are not committed yet."""
+        return [i for i in identifiers if not self.is_committed(i)]
+
+    # -- entry points --------------------------------------------------------------------
+    def commit(
+        self,
+        messages: Sequence[CommitMessage],
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
+        properties: dict[str, str] | None = None,
+    ) -> CommitResult:
+        if self.is_committed(identifier):
+            log.info("commit %s/%s already committed; nothing to do", self.commit_user, identifier)
+            return CommitResult((), skipped=True)
+        append, append_log, compact, compact_log = self._collect(messages)
+        ids: list[int] = []
+        if append or append_log:
+            ids.append(self._try_commit(CommitKind.APPEND, lambda live: append, append_log,
+                                        identifier, properties, need_live=True))
+        if compact or compact_log:
+            ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
+                                        identifier, properties, need_live=True))
+        return CommitResult(tuple(ids))
+
+    def overwrite(
+        self,
+        messages: Sequence[CommitMessage],
+        partition_filter: PartitionFilter | None,
+        identifier: int = BATCH_COMMIT_IDENTIFIER,
+        properties: dict[str, str] | None = None,
+    ) -> CommitResult:
+        """Replace the live files of partitions matching ``partition_filter`` (None: all;
+        for dynamic overwrite the caller passes the partitions present in ``messages``)."""
+        if self.is_committed(identifier):
+            return CommitResult((), skipped=True)
+        append, append_log, _, _ = self._collect(messages)
+        codec = self.table.partition_codec
+
+        def changes(live: dict[tuple, ManifestEntry]) -> list[ManifestEntry]:
+            deletes = [
+                ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
+                for e in live.values()
+                if partition_filter is None or partition_filter(codec.decode(e.partition))
+            ]
+            return deletes + append
+
+        sid = self._try_commit(CommitKind.OVERWRITE, changes, append_log, identifier,
+                               properties, need_live=True)
+        return CommitResult((sid,))
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        """Delete every file the messages' writers created."""
+        paths = self.table.paths
+        for m in messages:
+            for f in m.written_files():
+                self.table.file_io.delete_quietly(paths.data_file_path(m.partition, m.bucket,
+                                                                       f.file_name))
+
+    # -- internals -----------------------------------------------------------------------
+    def _collect(self, messages: Sequence[CommitMessage]) -> tuple[list[ManifestEntry], ...]:
+        enc = self.table.partition_codec.encode
+        append, append_log, compact, compact_log = [], [], [], []
+        for m in messages:
+            p = enc(m.partition)
+            for f in m.new_files:
+                append.append(ManifestEntry(FileKind.ADD, p, m.bucket, m.total_buckets, f))
+            for f in m.changelog_files:
+                append_log.append(ManifestEntry(FileKind.ADD, p, m.bucket, m.total_buckets, f))
+            for f in m.compact_before:
+                compact.append(ManifestEntry(FileKind.DELETE, p, m.bucket, m.total_buckets, f))
+            for f in m.compact_after:
+                compact.append(ManifestEntry(FileKind.ADD, p, m.bucket, m.total_buckets, f))
+            for f in m.compact_changelog_files:
+                compact_log.append(ManifestEntry(FileKind.ADD, p, m.bucket, m.total_buckets, f))
+        return append, append_log, compact, compact_log
+
+    def _try_commit(
+        self,
+        kind: CommitKind,
+        changes_fn: Callable[[dict[tuple, ManifestEntry]], list[ManifestEntry]],
+        changelog: list[ManifestEntry],
+        identifier: int,
+        properties: dict[str, str] | None,
+        need_live: bool,
+    ) -> int:
+        opts = self.table.options
+        start = self.clock()
+        timeout = opts.commit_timeout
+        attempt = 0
+        base_id: int | None = None
+        while True:
+            if base_id is not None and self.is_committed(identifier, since_id=base_id):
+                # an earlier attempt's outcome was unknown, and it did land
+                latest = self.sm.latest()
+                assert latest is not None
+                return latest.id
+            latest = self.sm.latest()
+            base_id = latest.id if latest else 0
+            try:
+                return self._try_commit_once(latest, kind, changes_fn, changelog, identifier,
+                                             properties, need_live)
+            except CommitRetryableError as e:
+                attempt += 1
+                elapsed = self.clock() - start
+                if attempt > opts.commit_max_retries or (
+                    timeout is not None and elapsed > timeout.total_seconds()
+                ):
+                    raise CommitTimeoutError(
+                        f"commit by {self.commit_user!r} gave up after {attempt} attempts "
+                        f"({elapsed:.1f} s): {e}"
+                    ) from e
+                lo = opts.commit_min_retry_wait.total_seconds()
+                hi = opts.commit_max_retry_wait.total_seconds()
+                wait = min(hi, lo * (2 ** (attempt - 1)))
+                self.sleep(wait * (0.5 + random.random() / 2))
+
+    def _try_commit_once(
+        self,
+        latest: Snapshot | None,
+        kind: CommitKind,
+        changes_fn: Callable[[dict[tuple, ManifestEntry]], list[ManifestEntry]],
+        changelog: list[ManifestEntry],
+        identifier: int,
+        properties: dict[str, str] | None,
+        need_live: bool,
+    ) -> int:
+        mio = self.mio
+        prev_base: list[ManifestFileMeta] = []
+        prev_delta: list[ManifestFileMeta] = []
+        if latest is not None:
+            prev_base = mio.read_manifest_list(latest.base_manifest_list)
+            prev_delta = mio.read_manifest_list(latest.delta_manifest_list)
+        live: dict[tuple, ManifestEntry] = {}
+        base_entries: list[ManifestEntry] | None = None
+        if need_live and latest is not None:
+            base_entries = mio.read_entries(prev_base + prev_delta)
+            live = merge_entries(base_entries)
+        changes = changes_fn(live)
+        others = [latest.commit_user] if latest else []
+        check_deletes_live(changes, live, self.commit_user, others)
+        check_bucket_counts(changes, live, self.commit_user)
+
+        written: list[str] = []
+        try:
+            base_metas = prev_base + prev_delta
+            if len(base_metas) >= self.table.options.manifest_merge_min_count:
+                if base_entries is None:
+                    base_entries = mio.read_entries(base_metas)
+                merged = sorted(merge_entries(base_entries).values(),
+                                key=lambda e: (e.partition, e.bucket, e.file.level))
+                base_metas = mio.write_manifests(merged)
+                written += [m.file_name for m in base_metas]
+            delta_metas = mio.write_manifests(changes)
+            written += [m.file_name for m in delta_metas]
+            base_name, base_size = mio.write_manifest_list(base_metas)
+            delta_name, delta_size = mio.write_manifest_list(delta_metas)
+            written += [base_name, delta_name]
+            log_name = log_size = None
+            if changelog:
+                log_metas = mio.write_manifests(changelog)
+                written += [m.file_name for m in log_metas]
+                log_name, log_size = mio.write_manifest_list(log_metas)
+                written.append(log_name)
+
+            def rows(es: list[ManifestEntry], k: FileKind) -> int:
+                return sum(e.file.row_count for e in es if e.kind is k)
+
+            delta_rows = rows(changes, FileKind.ADD) - rows(changes, FileKind.DELETE)
+            prev_total = latest.total_record_count if latest and latest.total_record_count else 0
+            snapshot = Snapshot(
+                id=(latest.id + 1) if latest else 1,
+                schema_id=self.table.schema.id,
+                base_manifest_list=base_name,
+                base_manifest_list_size=base_size,
+                delta_manifest_list=delta_name,
+                delta_manifest_list_size=delta_size,
+                changelog_manifest_list=log_name,
+                changelog_manifest_list_size=log_size,
+                commit_user=self.commit_user,
+                commit_identifier=identifier,
+                commit_kind=kind,
+                time_millis=int(self.clock() * 1000),
+                total_record_count=prev_total + delta_rows,
+                delta_record_count=delta_rows,
+                changelog_record_count=rows(changelog, FileKind.ADD) if changelog else None,
+                properties=dict(properties) if properties else None,
+            )
+            created = self.table.run_with_lock(lambda: self._publish(latest, snapshot))
+        except BaseException:
+            self._cleanup(written)
+            raise
+        if not created:
+            self._cleanup(written)
+            raise CommitRetryableError(
+                f"snapshot {snapshot.id} was created by another committer first"
+            )
+        log.info("committed snapshot %s (%s) by %s", snapshot.id, kind.value, self.commit_user)
+        return snapshot.id
+
+    def _publish(self, latest: Snapshot | None, snapshot: Snapshot) -> bool:
+        current = self.sm.latest_id()
+        if current != (latest.id if latest else None):
+            return False
+        return self.sm.try_create(snapshot)
+
+    def _cleanup(self, names: list[str]) -> None:
+        for n in names:
+            self.table.file_io.delete_quietly(self.table.paths.manifest_path(n))
+
+
+def partition_equals(spec: dict[str, Any], keys: Sequence[str]) -> PartitionFilter:
+    """A filter for static overwrite: partitions whose given keys equal ``spec``."""
+    idx = {k: keys.index(k) for k in spec}
+
+    def f(values: tuple) -> bool:
+        return all(_text(values[i]) == _text(spec[k]) for k, i in idx.items())
+
+    return f
+
+
+def _text(v: Any) -> str | None:
+    return None if v is None else str(v)

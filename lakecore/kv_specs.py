@@ -1,0 +1,48 @@
+"""Derive the writer's file spec and the merge spec from a table's schema and options."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from lakecore.merge.spec import MergeSpec
+from lakecore.types import arrow_schema
+from lakecore.write.data_file_writer import FileWriterSpec
+from lakecore.write.kv import KEY_PREFIX, kv_schema
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+
+def file_writer_spec(table: FileStoreTable) -> FileWriterSpec:
+    s, o = table.schema, table.options
+    value_fields = tuple(s.row_type.fields)
+    if s.primary_keys:
+        key_fields = tuple(s.row_type.field(k) for k in s.trimmed_primary_keys)
+        file_schema = kv_schema(key_fields, value_fields)
+    else:
+        key_fields = ()
+        file_schema = arrow_schema(value_fields)
+    return FileWriterSpec(
+        schema_id=s.id,
+        file_schema=file_schema,
+        key_fields=key_fields,
+        value_fields=value_fields,
+        target_file_size=o.target_file_size(bool(s.primary_keys)),
+        compression=o.file_compression,
+        stats_mode=o.metadata_stats_mode,
+    )
+
+
+def merge_spec_for(table: FileStoreTable, value_columns: Sequence[str] | None = None) -> MergeSpec:
+    s = table.schema
+    values = list(value_columns) if value_columns is not None else s.row_type.names
+    for f in table.options.sequence_fields:
+        if f not in values:
+            values.append(f)
+    return MergeSpec.from_options(
+        {**s.options, **table.dynamic_options},
+        key_columns=[KEY_PREFIX + k for k in s.trimmed_primary_keys],
+        value_columns=values,
+        primary_keys=s.primary_keys,
+    )

@@ -1,0 +1,311 @@
+"""Paimon's field aggregators, evaluated for all key groups at once.
+
+Every aggregator is a fold over the records of a group in merge order: ``agg`` for +I/+U and
+``retract`` for -U/-D (Paimon's ``FieldAggregator``). Here each fold is rewritten as
+reductions over group boundaries (``np.*.reduceat``), "pick one row per group" index
+arithmetic, or ``pyarrow`` hash aggregation, so no Python code runs per row. The only
+sequential fold left, an integer ``product`` that also divides out retractions, loops over
+positions within a group, vectorized across groups.
+
+Rows outside the fold (``active`` False) are ignored: records before a delete that resets the
+row, or a group whose single record is passed through unmerged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+from functools import cached_property
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import MergeError
+from lakecore.merge.spec import RETRACTABLE, AggFunc
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Contiguous row groups: ``starts`` (ascending, non-empty groups) and each row's ``gid``."""
+
+    starts: np.ndarray
+    n: int
+
+    @property
+    def count(self) -> int:
+        return len(self.starts)
+
+    @cached_property
+    def ends(self) -> np.ndarray:
+        return np.append(self.starts[1:], self.n)
+
+    @cached_property
+    def gid(self) -> np.ndarray:
+        """The group of every row."""
+        return np.repeat(np.arange(self.count, dtype=np.int64), self.ends - self.starts)
+
+    def last_index(self, mask: np.ndarray) -> np.ndarray:
+        """Per group, the last row where ``mask`` holds, or -1."""
+        rows = np.where(mask, np.arange(self.n, dtype=np.int64), -1)
+        return np.maximum.reduceat(rows, self.starts)
+
+    def first_index(self, mask: np.ndarray) -> np.ndarray:
+        """Per group, the first row where ``mask`` holds, or -1."""
+        rows = np.where(mask, np.arange(self.n, dtype=np.int64), self.n)
+        first = np.minimum.reduceat(rows, self.starts)
+        first[first == self.n] = -1
+        return first
+
+    def count_where(self, mask: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(mask.astype(np.int64), self.starts)
+
+
+class UnsupportedRetraction(Exception):
+    """An aggregator without ``retract`` met a -U/-D; ``row`` is the first such record."""
+
+    def __init__(self, func: AggFunc, row: int) -> None:
+        super().__init__(func.value, row)
+        self.func = func
+        self.row = row
+
+
+def take_or_null(arr: pa.Array, idx: np.ndarray) -> pa.Array:
+    """``arr[idx]`` with -1 meaning null."""
+    return arr.take(pa.array(idx, type=pa.int64(), mask=idx < 0))
+
+
+def aggregate(
+    func: AggFunc,
+    arr: pa.Array,
+    groups: Groups,
+    active: np.ndarray,
+    retract: np.ndarray,
+    *,
+    ignore_retract: bool = False,
+    delimiter: str = ",",
+) -> pa.Array:
+    """One output value per group: ``func`` folded over the group's active rows.
+
+    ``retract`` marks -U/-D rows. ``ignore_retract`` is FieldIgnoreRetractAgg: retractions
+    leave the accumulator unchanged. Raises :class:`UnsupportedRetraction` when ``func`` has no
+    retract and an active retraction reaches it.
+    """
+    if ignore_retract:
+        active = active & ~retract
+    retracting = active & retract
+    if func not in RETRACTABLE and retracting.any():
+        raise UnsupportedRetraction(func, int(np.flatnonzero(retracting)[0]))
+    valid = _valid(arr)
+    if func is AggFunc.PRIMARY_KEY:  # agg and retract both take the input
+        return take_or_null(arr, groups.last_index(active))
+    if func in (AggFunc.LAST_VALUE, AggFunc.LAST_NON_NULL_VALUE):
+        # last_value: a retraction sets null; last_non_null_value: a non-null retraction sets
+        # null, a null input (either kind) leaves the accumulator alone.
+        mask = active if func is AggFunc.LAST_VALUE else active & valid
+        idx = groups.last_index(mask)
+        hit = idx >= 0
+        idx[hit & retract[np.maximum(idx, 0)]] = -1
+        return take_or_null(arr, idx)
+    if func is AggFunc.FIRST_VALUE:
+        return take_or_null(arr, groups.first_index(active))
+    if func is AggFunc.FIRST_NON_NULL_VALUE:
+        return take_or_null(arr, groups.first_index(active & valid))
+    if func is AggFunc.SUM:
+        return _sum(arr, groups, active & valid, retract)
+    if func is AggFunc.PRODUCT:
+        return _product(arr, groups, active & valid, retract)
+    if func is AggFunc.COUNT:
+        return _count(arr, groups, active, valid, retract)
+    if func in (AggFunc.MIN, AggFunc.MAX):
+        return _min_max(func, arr, groups, active & valid)
+    if func in (AggFunc.BOOL_AND, AggFunc.BOOL_OR):
+        return _bool(func, arr, groups, active & valid)
+    if func is AggFunc.LISTAGG:
+        return _listagg(arr, groups, active & valid, delimiter)
+    raise MergeError(f"aggregate function {func.value!r} is not implemented")
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    if arr.null_count == 0:
+        return np.ones(len(arr), dtype=bool)
+    return arr.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _numbers(arr: pa.Array, func: AggFunc) -> np.ndarray:
+    t = arr.type
+    if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+        raise MergeError(f"{func.value} needs a numeric column, got {t}")
+    return arr.fill_null(0).to_numpy(zero_copy_only=False)
+
+
+def _from_numpy(values: np.ndarray, present: np.ndarray, type_: pa.DataType) -> pa.Array:
+    return pa.array(values, type=type_, mask=~present)
+
+
+def _sum(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) -> pa.Array:
+    """FieldSumAgg: null + x = x, acc - x for a retraction (null - x = -x); null if no input.
+
+    Integer overflow wraps, as Java's ``int``/``long`` arithmetic does.
+    """
+    present = groups.count_where(use) > 0
+    if pa.types.is_decimal(arr.type):
+        return _decimal_sum(arr, groups, use, retract, present)
+    x = _numbers(arr, AggFunc.SUM)
+    signed = np.where(retract, -x, x)
+    identity = -0.0 if x.dtype.kind == "f" else 0
+    total = np.add.reduceat(np.where(use, signed, identity).astype(x.dtype), groups.starts,
+                            dtype=x.dtype)
+    return _from_numpy(total, present, arr.type)
+
+
+def _decimal_sum(
+    arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray, present: np.ndarray
+) -> pa.Array:
+    """Decimal sums through Arrow; a sum beyond the column's precision is null, as Paimon's
+    ``Decimal.fromBigDecimal`` returns null on overflow."""
+    t = arr.type
+    signed = pc.if_else(pa.array(retract), pc.negate(arr), arr)
+    sums = _hash_agg(signed, groups, use, "sum")
+    limit = pa.scalar(Decimal(10) ** (t.precision - t.scale), sums.type)
+    fits = pc.and_(pc.less(sums, limit), pc.greater(sums, pc.negate(limit)))
+    fitted = pc.if_else(fits, sums, pa.scalar(None, sums.type))
+    return fitted.cast(t)
+
+
+def _product(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) -> pa.Array:
+    """FieldProductAgg: null * x = x, acc / x for a retraction (null / x = x, as Paimon does);
+    integer products wrap and integer division truncates toward zero, like Java."""
+    if pa.types.is_decimal(arr.type):
+        raise MergeError("product on DECIMAL columns is not supported")
+    x = _numbers(arr, AggFunc.PRODUCT)
+    present = groups.count_where(use) > 0
+    one = np.ones(1, dtype=x.dtype)[0]
+    out = np.multiply.reduceat(np.where(use, x, one).astype(x.dtype), groups.starts,
+                               dtype=x.dtype)
+    dividing = use & retract
+    if dividing.any():
+        # Groups with a division are folded in order: a product mixed with truncating
+        # divisions is not a reduction.
+        hit = groups.count_where(dividing) > 0
+        rows = np.flatnonzero(use & hit[groups.gid])
+        out[hit] = _fold_product(x, rows, retract, groups)[hit]
+    return _from_numpy(out, present, arr.type)
+
+
+def _fold_product(
+    x: np.ndarray, rows: np.ndarray, retract: np.ndarray, groups: Groups
+) -> np.ndarray:
+    """Sequential product/division over ``rows`` (ascending), one step per position in group,
+    every step vectorized across the groups that have a row at that position."""
+    acc = np.zeros(groups.count, dtype=x.dtype)
+    g = groups.gid[rows]
+    rank = np.arange(len(rows)) - np.searchsorted(g, g, side="left")
+    order = np.argsort(rank, kind="stable")
+    bounds = np.searchsorted(rank[order], np.arange(rank.max(initial=-1) + 2))
+    with np.errstate(all="ignore"):
+        for k in range(len(bounds) - 1):
+            at = rows[order[bounds[k]:bounds[k + 1]]]
+            gg, v = groups.gid[at], x[at]
+            if k == 0:
+                acc[gg] = v
+                continue
+            a = acc[gg]
+            r = retract[at]
+            if x.dtype.kind == "f":
+                acc[gg] = np.where(r, a / np.where(r, v, 1), a * v)
+            else:
+                if np.any(r & (v == 0)):
+                    raise MergeError("product retraction divides by zero")
+                acc[gg] = np.where(r, _trunc_div(a, np.where(r, v, 1)), a * v)
+    return acc
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Java integer division: truncate toward zero (MIN / -1 wraps to MIN)."""
+    q = a // b
+    fix = (q < 0) & (q * b != a)
+    return (q + fix).astype(a.dtype)
+
+
+def _count(
+    arr: pa.Array, groups: Groups, active: np.ndarray, valid: np.ndarray, retract: np.ndarray
+) -> pa.Array:
+    """FieldCountAgg: the first record of the fold makes the count 1 (even a null one), then
+    each non-null +I/+U adds 1 and each non-null -U/-D subtracts 1."""
+    t = arr.type
+    if not (pa.types.is_int32(t) or pa.types.is_int64(t)):
+        raise MergeError(f"count needs an INT or BIGINT column, got {t}")
+    first = groups.first_index(active)
+    present = first >= 0
+    rows = np.arange(groups.n)
+    later = active & valid & (rows != first[groups.gid])
+    step = np.where(retract, -1, 1) * later
+    dtype = np.int32 if pa.types.is_int32(t) else np.int64
+    counts = (1 + np.add.reduceat(step.astype(np.int64), groups.starts)).astype(dtype)
+    return _from_numpy(counts, present, t)
+
+
+def _min_max(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.Array:
+    """Nulls are skipped. Doubles follow Java's ``Double.compare``: NaN is the largest."""
+    t = arr.type
+    present = groups.count_where(use) > 0
+    view = _int_view(arr)
+    if view is not None or pa.types.is_floating(t):
+        x = view if view is not None else arr.fill_null(0).to_numpy(zero_copy_only=False)
+        if x.dtype.kind == "f":
+            if func is AggFunc.MAX:  # np.maximum propagates NaN: NaN wins, as in Java
+                res = np.maximum.reduceat(np.where(use, x, -np.inf).astype(x.dtype),
+                                          groups.starts)
+            else:  # np.fmin skips NaN unless the group has nothing else
+                res = np.fmin.reduceat(np.where(use, x, np.nan).astype(x.dtype), groups.starts)
+        else:
+            info = np.iinfo(x.dtype)
+            fill = info.min if func is AggFunc.MAX else info.max
+            ufunc = np.maximum if func is AggFunc.MAX else np.minimum
+            res = ufunc.reduceat(np.where(use, x, fill).astype(x.dtype), groups.starts)
+        out = _from_numpy(res, present, pa.from_numpy_dtype(res.dtype))
+        return out if out.type == t else out.view(t)
+    return _hash_agg(arr, groups, use, "max" if func is AggFunc.MAX else "min")
+
+
+def _int_view(arr: pa.Array) -> np.ndarray | None:
+    t = arr.type
+    if pa.types.is_integer(t):
+        return arr.fill_null(0).to_numpy(zero_copy_only=False)
+    width = {32: pa.int32(), 64: pa.int64()}
+    if pa.types.is_temporal(t) and getattr(t, "bit_width", 0) in width:
+        return arr.view(width[t.bit_width]).fill_null(0).to_numpy(zero_copy_only=False)
+    return None
+
+
+def _bool(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.Array:
+    if not pa.types.is_boolean(arr.type):
+        raise MergeError(f"{func.value} needs a BOOLEAN column, got {arr.type}")
+    x = arr.fill_null(False).to_numpy(zero_copy_only=False)
+    present = groups.count_where(use) > 0
+    if func is AggFunc.BOOL_AND:
+        res = np.logical_and.reduceat(np.where(use, x, True), groups.starts)
+    else:
+        res = np.logical_or.reduceat(np.where(use, x, False), groups.starts)
+    return _from_numpy(res, present, pa.bool_())
+
+
+def _listagg(arr: pa.Array, groups: Groups, use: np.ndarray, delimiter: str) -> pa.Array:
+    """FieldListaggAgg: non-null strings joined with the delimiter, in merge order."""
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        raise MergeError(f"listagg needs a STRING column, got {arr.type}")
+    lists = _hash_agg(arr, groups, use, "list")
+    return pc.binary_join(lists, delimiter).cast(arr.type)
+
+
+def _hash_agg(arr: pa.Array, groups: Groups, use: np.ndarray, how: str) -> pa.Array:
+    """Arrow hash aggregation of ``arr[use]`` by group, scattered back to one slot per group
+    (null where a group has no rows). Single-threaded so ``list`` keeps row order."""
+    rows = pa.array(use)
+    sub = pa.table({"g": pa.array(groups.gid).filter(rows), "v": arr.filter(rows)})
+    res = sub.group_by("g", use_threads=False).aggregate([("v", how)])
+    slot = np.full(groups.count, -1, dtype=np.int64)
+    slot[res.column("g").to_numpy()] = np.arange(res.num_rows)
+    col = res.column(f"v_{how}")
+    return take_or_null(col.combine_chunks() if col.num_chunks != 1 else col.chunk(0), slot)

@@ -1,0 +1,238 @@
+"""Merge all records of each key into one, per Paimon's merge engines, column-at-a-time.
+
+Semantics follow Paimon's Java classes (facts, re-expressed as group reductions):
+
+* Every engine runs behind ``ReducerMergeFunctionWrapper``: a key with a single record that is
+  a retraction (-U/-D) is passed through untouched, so a flushed retraction can still retract
+  from older levels later; a single +I/+U goes through the merge function like any group.
+* ``ignore-delete`` drops -U/-D before merging (Paimon filters them when writing).
+* deduplicate (``DeduplicateMergeFunction``): the last record wins, kind included.
+* first-row (``FirstRowMergeFunction``): the first record wins; a -U/-D among several records
+  is an error (configure ``ignore-delete``).
+* partial-update (``PartialUpdateMergeFunction``): each column takes its last non-null value;
+  result +I. A -U/-D is an error unless ``partial-update.remove-record-on-delete``, where a -D
+  resets the row (result -D when nothing is added after it) and -U is ignored.
+* aggregation (``AggregateMergeFunction``): each column folds its field aggregator, -U/-D
+  calling ``retract``; result +I. ``aggregation.remove-record-on-delete``: a -D resets the row
+  and, when it is the last record, the result is that -D.
+
+The output ``_SEQUENCE_NUMBER`` is the key's largest; a -D/-U result keeps the retraction's
+own values. ``drop_retracts`` removes -U/-D results (reads and compaction into the max level).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.errors import MergeError
+from lakecore.merge.aggregates import Groups, UnsupportedRetraction, aggregate
+from lakecore.merge.sort import group_starts
+from lakecore.merge.spec import (
+    SEQUENCE_NUMBER,
+    SYSTEM_COLUMNS,
+    VALUE_KIND,
+    AggFunc,
+    MergeEngine,
+    MergeSpec,
+    RowKind,
+)
+
+
+@dataclass
+class _Result:
+    """One output row per group: ``rows`` are copied verbatim except the ``merged`` columns,
+    which replace them in groups where ``use_merged`` holds."""
+
+    rows: np.ndarray
+    kinds: np.ndarray
+    merged: dict[str, pa.Array] = field(default_factory=dict)
+    use_merged: np.ndarray | None = None
+
+
+def merge_sorted(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool) -> pa.Table:
+    """Merge a table sorted by :func:`~lakecore.merge.sort.sort_kv` that holds every record of
+    each of its keys; one row per key comes out, in the same layout and key order."""
+    if spec.ignore_delete:
+        table = _drop_retractions(table)
+    n = table.num_rows
+    if n == 0:
+        return table
+    kinds = _numpy(table, VALUE_KIND).astype(np.int8, copy=False)
+    groups = Groups(group_starts(table, spec), n)
+    retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
+    if spec.engine is MergeEngine.DEDUPLICATE:
+        if groups.count == n and not (drop_retracts and retract.any()):
+            return table  # every key once: nothing to merge
+        result = _Result(rows=groups.ends - 1, kinds=kinds[groups.ends - 1])
+    elif spec.engine is MergeEngine.FIRST_ROW:
+        result = _first_row(table, spec, groups, kinds, retract)
+    elif spec.engine is MergeEngine.PARTIAL_UPDATE:
+        result = _partial_update(table, spec, groups, kinds, retract)
+    else:
+        result = _aggregation(table, spec, groups, kinds, retract)
+    return _assemble(table, spec, groups, result, drop_retracts)
+
+
+def _drop_retractions(table: pa.Table) -> pa.Table:
+    kinds = table.column(VALUE_KIND)
+    keep = pc.or_(
+        pc.equal(kinds, RowKind.INSERT.value), pc.equal(kinds, RowKind.UPDATE_AFTER.value)
+    )
+    return table if pc.all(keep).as_py() else table.filter(keep)
+
+
+def _first_row(
+    table: pa.Table, spec: MergeSpec, groups: Groups, kinds: np.ndarray, retract: np.ndarray
+) -> _Result:
+    bad = retract & ~_passthrough(groups, retract)[groups.gid]
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise MergeError(
+            f"first-row merge engine can not accept DELETE/UPDATE_BEFORE records "
+            f"(key {_key_repr(table, spec, row)}, {RowKind(int(kinds[row])).short_string}); "
+            "configure 'ignore-delete' to ignore them"
+        )
+    return _Result(rows=groups.starts, kinds=kinds[groups.starts])
+
+
+def _partial_update(
+    table: pa.Table, spec: MergeSpec, groups: Groups, kinds: np.ndarray, retract: np.ndarray
+) -> _Result:
+    passthrough = _passthrough(groups, retract)
+    live = ~passthrough[groups.gid]
+    if not spec.remove_record_on_delete and (bad := retract & live).any():
+        row = int(np.flatnonzero(bad)[0])
+        raise MergeError(
+            f"partial-update can not accept delete records (key {_key_repr(table, spec, row)}, "
+            f"{RowKind(int(kinds[row])).short_string}); configure 'ignore-delete' to ignore "
+            "them, or 'partial-update.remove-record-on-delete' to remove the whole row"
+        )
+    if spec.remove_record_on_delete:
+        live &= _after_last_delete(groups, kinds)
+    active = live & ~retract  # -U is ignored under remove-record-on-delete
+    no_retract = np.zeros(groups.n, dtype=bool)
+    merged = {
+        col: aggregate(AggFunc.LAST_NON_NULL_VALUE, _arr(table, col), groups, active, no_retract)
+        for col in _value_columns(table)
+    }
+    has_add = groups.count_where(active) > 0
+    last = groups.ends - 1
+    out_kinds = np.where(
+        passthrough, kinds[last], np.where(has_add, RowKind.INSERT, RowKind.DELETE)
+    ).astype(np.int8)
+    return _Result(rows=last, kinds=out_kinds, merged=merged, use_merged=~passthrough & has_add)
+
+
+def _aggregation(
+    table: pa.Table, spec: MergeSpec, groups: Groups, kinds: np.ndarray, retract: np.ndarray
+) -> _Result:
+    passthrough = _passthrough(groups, retract)
+    active = ~passthrough[groups.gid]
+    last = groups.ends - 1
+    deleted = np.zeros(groups.count, dtype=bool)
+    if spec.remove_record_on_delete:
+        active &= _after_last_delete(groups, kinds)
+        deleted = ~passthrough & (kinds[last] == RowKind.DELETE)
+    merged: dict[str, pa.Array] = {}
+    for col in _value_columns(table):
+        func = spec.aggregate_function(col)
+        try:
+            merged[col] = aggregate(
+                func,
+                _arr(table, col),
+                groups,
+                active,
+                retract,
+                ignore_retract=col in spec.ignore_retract,
+                delimiter=spec.listagg_delimiter(col),
+            )
+        except UnsupportedRetraction as e:
+            raise MergeError(
+                f"aggregate function {e.func.value!r} of field {col!r} does not support "
+                f"retraction (key {_key_repr(table, spec, e.row)}, "
+                f"{RowKind(int(kinds[e.row])).short_string}); configure "
+                f"'fields.{col}.ignore-retract'='true' to ignore retractions"
+            ) from None
+    out_kinds = np.where(
+        passthrough, kinds[last], np.where(deleted, RowKind.DELETE, RowKind.INSERT)
+    ).astype(np.int8)
+    return _Result(rows=last, kinds=out_kinds, merged=merged, use_merged=~passthrough & ~deleted)
+
+
+def _passthrough(groups: Groups, retract: np.ndarray) -> np.ndarray:
+    """Groups of one retraction record, which ReducerMergeFunctionWrapper never merges."""
+    return (groups.ends - groups.starts == 1) & retract[groups.starts]
+
+
+def _after_last_delete(groups: Groups, kinds: np.ndarray) -> np.ndarray:
+    """Rows after their group's last -D: remove-record-on-delete starts the row afresh there."""
+    last_delete = groups.last_index(kinds == RowKind.DELETE)
+    return np.arange(groups.n) > last_delete[groups.gid]
+
+
+def _assemble(
+    table: pa.Table, spec: MergeSpec, groups: Groups, result: _Result, drop_retracts: bool
+) -> pa.Table:
+    kinds = result.kinds
+    keep = None
+    if drop_retracts:
+        keep = (kinds == RowKind.INSERT) | (kinds == RowKind.UPDATE_AFTER)
+        if keep.all():
+            keep = None
+    rows = result.rows if keep is None else result.rows[keep]
+    index = pa.array(rows)
+    mask = None if keep is None else pa.array(keep)
+    use_merged = result.use_merged
+    all_merged = use_merged is None or bool(use_merged.all())
+    arrays: list[pa.Array] = []
+    for name in table.column_names:
+        if name == VALUE_KIND:
+            arrays.append(pa.array(kinds if keep is None else kinds[keep], pa.int8()))
+        elif name == SEQUENCE_NUMBER:
+            arrays.append(pa.array(_max_sequence(table, spec, groups, keep), pa.int64()))
+        elif name in result.merged:
+            col = result.merged[name]
+            if not all_merged:
+                col = pc.if_else(pa.array(use_merged), col, _arr(table, name).take(
+                    pa.array(result.rows)))
+            arrays.append(col if mask is None else col.filter(mask))
+        else:
+            arrays.append(_arr(table, name).take(index))
+    schema = table.schema
+    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _max_sequence(
+    table: pa.Table, spec: MergeSpec, groups: Groups, keep: np.ndarray | None
+) -> np.ndarray:
+    seq = _numpy(table, SEQUENCE_NUMBER)
+    if spec.sequence_fields:
+        out = np.maximum.reduceat(seq, groups.starts)
+    else:  # sorted by sequence number within a key: the last record holds the largest
+        out = seq[groups.ends - 1]
+    return out if keep is None else out[keep]
+
+
+def _value_columns(table: pa.Table) -> list[str]:
+    return [
+        c for c in table.column_names if c not in SYSTEM_COLUMNS and not c.startswith("_KEY_")
+    ]
+
+
+def _arr(table: pa.Table, name: str) -> pa.Array:
+    col = table.column(name)
+    return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+
+
+def _numpy(table: pa.Table, name: str) -> np.ndarray:
+    return _arr(table, name).to_numpy(zero_copy_only=False)
+
+
+def _key_repr(table: pa.Table, spec: MergeSpec, row: int) -> str:
+    values = {c.removeprefix("_KEY_"): table.column(c)[row].as_py() for c in spec.key_columns}
+    return ", ".join(f"{k}={v!r}" for k, v in values.items())

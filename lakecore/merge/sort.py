@@ -1,0 +1,134 @@
+"""Order KV records the way Paimon's merge readers see them, and find where each key starts.
+
+Paimon merges records of one key in (user sequence fields, ``_SEQUENCE_NUMBER``) order, keys
+ascending with nulls first. The common shapes get numpy fast paths because sorting is the
+largest cost of a flush: a single integer-like key whose records already arrive in sequence
+order (a write buffer) is sorted as one packed ``uint64`` per row; other numeric keys use
+``np.lexsort``; anything else (strings, decimals, nulls) goes through ``pyarrow``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.merge.spec import SEQUENCE_NUMBER, MergeSpec
+
+
+def sort_kv(table: pa.Table, spec: MergeSpec) -> pa.Table:
+    """Stable sort by key columns, then sequence fields (nulls first), then sequence number."""
+    if table.num_rows <= 1:
+        return table
+    perm = sort_permutation(table, spec)
+    if perm is None:
+        return table
+    return table.take(pa.array(perm))
+
+
+def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
+    """The row order :func:`sort_kv` applies, or ``None`` when the table is already sorted."""
+    columns = [*spec.key_columns, *spec.sequence_fields, SEQUENCE_NUMBER]
+    arrays = [_combined(table.column(c)) for c in columns]
+    numeric = [_as_numpy_key(a) for a in arrays]
+    if any(a is None for a in numeric):
+        return _arrow_permutation(table, columns)
+    keys: list[np.ndarray] = numeric  # type: ignore[assignment]
+    if _is_sorted(keys):
+        return None
+    if len(keys) == 2:
+        perm = _packed_permutation(keys[0], keys[1])
+        if perm is not None:
+            return perm
+    return np.lexsort(keys[::-1])
+
+
+def group_starts(sorted_table: pa.Table, spec: MergeSpec) -> np.ndarray:
+    """Indices (int64, ascending, first is 0) of the rows where a new key begins."""
+    n = sorted_table.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for name in spec.key_columns:
+        change[1:] |= _adjacent_differs(_combined(sorted_table.column(name)))
+    return np.flatnonzero(change).astype(np.int64, copy=False)
+
+
+def _combined(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if isinstance(col, pa.ChunkedArray):
+        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col
+
+
+def _as_numpy_key(arr: pa.Array) -> np.ndarray | None:
+    """An order-preserving numpy view of a null-free integer-like column, else ``None``."""
+    if arr.null_count:
+        return None
+    t = arr.type
+    if pa.types.is_integer(t):
+        return arr.to_numpy(zero_copy_only=False)
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return arr.view(pa.int32()).to_numpy(zero_copy_only=False)
+    if pa.types.is_timestamp(t) or pa.types.is_date64(t) or pa.types.is_time64(t):
+        return arr.view(pa.int64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_duration(t):
+        return arr.view(pa.int64()).to_numpy(zero_copy_only=False)
+    return None
+
+
+def _is_sorted(keys: list[np.ndarray]) -> bool:
+    """Lexicographic non-decreasing check, vectorized over adjacent row pairs."""
+    undecided = np.ones(len(keys[0]) - 1, dtype=bool)
+    for k in keys:
+        a, b = k[:-1], k[1:]
+        if np.any(undecided & (a > b)):
+            return False
+        undecided &= a == b
+    return True
+
+
+def _packed_permutation(key: np.ndarray, seq: np.ndarray) -> np.ndarray | None:
+    """Sort one integer key when rows are already in sequence order (a write buffer).
+
+    Then the row index is a valid tie-breaker, and ``(key - min) << bits | row`` packs into a
+    ``uint64`` whose plain sort (SIMD-accelerated in numpy) yields the permutation in its low
+    bits: several times faster than an argsort.
+    """
+    n = len(key)
+    if np.any(seq[1:] < seq[:-1]):
+        return None
+    lo, hi = int(key.min()), int(key.max())
+    row_bits = max(int(n - 1).bit_length(), 1)
+    if (hi - lo).bit_length() + row_bits > 64 or hi >= 2**63:
+        return None
+    # hi - lo < 2**63 here, so the int64 subtraction cannot wrap.
+    packed = (key.astype(np.int64) - np.int64(lo)).astype(np.uint64)
+    packed <<= np.uint64(row_bits)
+    packed |= np.arange(n, dtype=np.uint64)
+    packed.sort()
+    packed &= np.uint64((1 << row_bits) - 1)
+    return packed.astype(np.int64)
+
+
+def _arrow_permutation(table: pa.Table, columns: list[str]) -> np.ndarray:
+    keys = [(c, "ascending", "at_start") for c in columns]
+    perm = pc.sort_indices(table.select(columns), options=pc.SortOptions(sort_keys=keys))
+    return perm.to_numpy()
+
+
+def _adjacent_differs(arr: pa.Array) -> np.ndarray:
+    """``arr[i + 1] != arr[i]`` for every adjacent pair; two nulls compare equal."""
+    n = len(arr)
+    fast = _as_numpy_key(arr)
+    if fast is None and arr.null_count == 0 and (
+        pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type)
+    ):
+        fast = arr.to_numpy(zero_copy_only=False)
+    if fast is not None:
+        return fast[1:] != fast[:-1]
+    after, before = arr.slice(1), arr.slice(0, n - 1)
+    ne = pc.not_equal(after, before)
+    if arr.null_count:
+        ne = pc.or_(pc.fill_null(ne, False), pc.not_equal(after.is_valid(), before.is_valid()))
+    return ne.to_numpy(zero_copy_only=False)

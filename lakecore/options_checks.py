@@ -1,0 +1,196 @@
+"""Cross-option checks run when a table's options are set (``CoreOptions.from_map(strict=True)``).
+
+Each check looks at combinations a single value cannot judge: a key that names columns, two
+options that contradict each other, an option that only makes sense with a primary key. Most
+mirror Paimon's ``SchemaValidation``; the rest refuse settings Paimon would silently ignore, so a
+mistake surfaces when the table is created rather than as wrong data later. Every error names
+the offending key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from lakecore.errors import OptionError
+from lakecore.options_registry import (
+    AGGREGATION_REMOVE_RECORD_ON_DELETE,
+    BUCKET_KEY,
+    CHANGELOG_NUM_RETAINED_MIN,
+    CHANGELOG_PRODUCER,
+    COMMIT_MIN_RETRY_WAIT,
+    COMPACTION_OFFPEAK_END_HOUR,
+    COMPACTION_OFFPEAK_START_HOUR,
+    FIELD_AGGREGATE_FUNCTION,
+    FIELD_IGNORE_RETRACT,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    FULL_COMPACTION_DELTA_COMMITS,
+    MERGE_ENGINE,
+    NUM_SORTED_RUN_STOP_TRIGGER,
+    ROWKIND_FIELD,
+    SCAN_MODE_OPTIONS,
+    SEQUENCE_FIELD,
+    SNAPSHOT_NUM_RETAINED_MIN,
+    AggregateFunction,
+    ChangelogProducer,
+    ConfigOption,
+    MergeEngine,
+    resolve_key,
+)
+
+if TYPE_CHECKING:
+    from lakecore.options import CoreOptions
+
+
+def require_columns(opts: CoreOptions, option: ConfigOption[Any], names: Sequence[str]) -> None:
+    """The columns an option names exist (when the columns are known) and are not repeated."""
+    if opts.column_names:
+        missing = [n for n in names if n not in opts.column_names]
+        if missing:
+            raise OptionError(
+                option.key,
+                f"names column(s) {missing} not in the table (columns: {list(opts.column_names)})",
+            )
+    repeated = sorted({n for n in names if list(names).count(n) > 1})
+    if repeated:
+        raise OptionError(option.key, f"names column(s) {repeated} more than once")
+
+
+def _needs_primary_key(opts: CoreOptions, option: ConfigOption[Any], why: str) -> None:
+    if not opts.primary_keys:
+        raise OptionError(option.key, f"needs a table with a primary key: {why}")
+
+
+def check_bucket(opts: CoreOptions) -> None:
+    if not opts.contains(BUCKET_KEY):
+        return
+    if opts.bucket == -1:
+        raise OptionError(
+            BUCKET_KEY.key,
+            "cannot be set with bucket = -1; set 'bucket' to a number of buckets or drop it",
+        )
+    require_columns(opts, BUCKET_KEY, opts.bucket_key)
+    outside = [k for k in opts.bucket_key if k not in opts.primary_keys]
+    if opts.primary_keys and outside:
+        raise OptionError(
+            BUCKET_KEY.key,
+            f"column(s) {outside} are not in the primary key {list(opts.primary_keys)}; "
+            "all rows of one key must land in one bucket",
+        )
+
+
+def check_merge(opts: CoreOptions) -> None:
+    if opts.contains(MERGE_ENGINE) and opts.merge_engine is not MergeEngine.DEDUPLICATE:
+        _needs_primary_key(opts, MERGE_ENGINE, "rows are only merged by key")
+    producer = opts.changelog_producer
+    if producer is not ChangelogProducer.NONE:
+        _needs_primary_key(opts, CHANGELOG_PRODUCER, "changelogs are produced per key")
+    first_row_ok = (ChangelogProducer.NONE, ChangelogProducer.LOOKUP)
+    if opts.merge_engine is MergeEngine.FIRST_ROW and producer not in first_row_ok:
+        raise OptionError(
+            CHANGELOG_PRODUCER.key, "merge-engine first-row supports only 'none' and 'lookup'"
+        )
+    if opts.full_compaction_delta_commits is not None:
+        if producer is ChangelogProducer.LOOKUP:
+            raise OptionError(
+                FULL_COMPACTION_DELTA_COMMITS.key,
+                "is incompatible with changelog-producer 'lookup'; "
+                "use changelog-producer 'full-compaction' instead",
+            )
+        if not opts.primary_keys and opts.bucket == -1:
+            raise OptionError(
+                FULL_COMPACTION_DELTA_COMMITS.key,
+                "an append table with bucket = -1 has no buckets to compact fully",
+            )
+    if opts.rowkind_field is not None:
+        _needs_primary_key(opts, ROWKIND_FIELD, "-U/-D rows only apply to keyed rows")
+        require_columns(opts, ROWKIND_FIELD, [opts.rowkind_field])
+    sequence = opts.sequence_field
+    if sequence:
+        _needs_primary_key(opts, SEQUENCE_FIELD, "it orders the updates of one key")
+        require_columns(opts, SEQUENCE_FIELD, sequence)
+        if opts.merge_engine is MergeEngine.FIRST_ROW:
+            raise OptionError(SEQUENCE_FIELD.key, "cannot be used with merge-engine first-row")
+
+
+def check_aggregation(opts: CoreOptions) -> None:
+    """Aggregate functions: only with a merging engine, never on keys or sequence columns."""
+    own = opts.field_settings(FIELD_AGGREGATE_FUNCTION)
+    configured = [k for k in opts.to_map() if resolve_key(k)[1] is not None]
+    default = opts.fields_default_aggregate_function
+    if default is not None:
+        configured.append(FIELDS_DEFAULT_AGGREGATE_FUNCTION.key)
+    engine = opts.merge_engine
+    if configured and engine not in (MergeEngine.AGGREGATION, MergeEngine.PARTIAL_UPDATE):
+        raise OptionError(
+            configured[0],
+            f"only applies with merge-engine 'aggregation' or 'partial-update' (is {engine})",
+        )
+    for column in own:
+        key = FIELD_AGGREGATE_FUNCTION.for_field(column)
+        if column in opts.primary_keys:
+            raise OptionError(key, f"{column!r} is a primary-key column; keys are not aggregated")
+        if column in opts.sequence_field:
+            raise OptionError(key, f"{column!r} is the sequence.field; it cannot be aggregated")
+    if engine is MergeEngine.PARTIAL_UPDATE:
+        # Paimon's partial-update takes other functions only inside sequence groups.
+        functions = {FIELD_AGGREGATE_FUNCTION.for_field(c): f for c, f in own.items()}
+        if default is not None:
+            functions[FIELDS_DEFAULT_AGGREGATE_FUNCTION.key] = default
+        for key, function in functions.items():
+            if function is not AggregateFunction.LAST_NON_NULL_VALUE:
+                raise OptionError(
+                    key,
+                    f"partial-update supports only last_non_null_value (got {function}); "
+                    "other functions need sequence groups, which lakecore does not support",
+                )
+    retract = [c for c, v in opts.field_settings(FIELD_IGNORE_RETRACT).items() if v]
+    if retract and opts.aggregation_remove_record_on_delete:
+        raise OptionError(
+            FIELD_IGNORE_RETRACT.for_field(retract[0]),
+            f"conflicts with {AGGREGATION_REMOVE_RECORD_ON_DELETE.key} = true",
+        )
+
+
+def check_triggers_and_hours(opts: CoreOptions) -> None:
+    stop = opts.get(NUM_SORTED_RUN_STOP_TRIGGER)
+    trigger = opts.num_sorted_run_compaction_trigger
+    if stop is not None and stop < trigger:
+        raise OptionError(
+            NUM_SORTED_RUN_STOP_TRIGGER.key,
+            f"is {stop}, below num-sorted-run.compaction-trigger ({trigger}); "
+            "writes would stall before compaction starts",
+        )
+    start, end = opts.compaction_offpeak_start_hour, opts.compaction_offpeak_end_hour
+    if (start == -1) != (end == -1):
+        missing = COMPACTION_OFFPEAK_END_HOUR if end == -1 else COMPACTION_OFFPEAK_START_HOUR
+        raise OptionError(missing.key, "set both off-peak hours, or neither")
+
+
+def check_retention(opts: CoreOptions) -> None:
+    snapshot = (opts.snapshot_num_retained_min, opts.snapshot_num_retained_max)
+    changelog = (opts.changelog_num_retained_min, opts.changelog_num_retained_max)
+    for option, (low, high) in (
+        (SNAPSHOT_NUM_RETAINED_MIN, snapshot),
+        (CHANGELOG_NUM_RETAINED_MIN, changelog),
+    ):
+        if low > high:
+            raise OptionError(option.key, f"is {low}, larger than the maximum ({high})")
+    if opts.commit_min_retry_wait > opts.commit_max_retry_wait:
+        raise OptionError(COMMIT_MIN_RETRY_WAIT.key, "is longer than commit.max-retry-wait")
+
+
+def check_scan(opts: CoreOptions) -> None:
+    chosen = [o.key for o in SCAN_MODE_OPTIONS if opts.contains(o)]
+    if len(chosen) > 1:
+        raise OptionError(chosen[1], f"cannot be combined with {chosen[0]!r}; pick one")
+
+
+CROSS_CHECKS: tuple[Callable[[CoreOptions], None], ...] = (
+    check_bucket,
+    check_merge,
+    check_aggregation,
+    check_triggers_and_hours,
+    check_retention,
+    check_scan,
+)

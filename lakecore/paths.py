@@ -1,0 +1,155 @@
+"""The one owner of every file name and directory in a table (Paimon's layout)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from lakecore.errors import PartitionValueError
+from lakecore.types import DataType, TypeRoot
+
+SCHEMA_DIR = "schema"
+SNAPSHOT_DIR = "snapshot"
+MANIFEST_DIR = "manifest"
+TAG_DIR = "tag"
+BUCKET_PREFIX = "bucket-"
+DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+
+# Java PartitionPathUtils escapes these (plus control characters) as %XX.
+_ESCAPE = set("\"#%'*/:=?\\{}[]^")
+
+
+def escape_path_name(value: str) -> str:
+    return "".join(
+        f"%{ord(c):02X}" if ord(c) < 32 or ord(c) == 127 or c in _ESCAPE else c for c in value
+    )
+
+
+def partition_value_string(value: Any, data_type: DataType) -> str | None:
+    """The text Paimon puts in a partition directory name; None for null/blank values."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        text = "true" if value else "false"
+    elif isinstance(value, dt.datetime):
+        text = value.isoformat(sep=" ")
+    elif isinstance(value, (dt.date, dt.time)):
+        text = value.isoformat()
+    elif isinstance(value, bytes):
+        text = value.decode("utf-8", errors="replace")
+    elif data_type.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        text = repr(float(value))
+    else:
+        text = str(value)
+    if not text.strip():
+        return None
+    return text
+
+
+def check_partition_value(name: str, text: str) -> None:
+    """Refuse values that would escape the table directory or be ambiguous as paths."""
+    if "/" in text or "\\" in text or text in (".", "..") or ".." in text.split("/"):
+        raise PartitionValueError(
+            f"partition value {text!r} for column {name!r} contains a path separator or '..'"
+        )
+    if any(ord(c) < 32 for c in text):
+        raise PartitionValueError(
+            f"partition value {text!r} for column {name!r} contains control characters"
+        )
+
+
+class PathFactory:
+    """Paths of one table. ``new_*`` names are unique per factory (uuid + counter)."""
+
+    def __init__(
+        self,
+        table_path: str,
+        partition_keys: Sequence[str] = (),
+        partition_types: Sequence[DataType] = (),
+        default_partition_name: str = DEFAULT_PARTITION_NAME,
+        file_format: str = "parquet",
+    ) -> None:
+        self.table_path = table_path.rstrip("/")
+        self.partition_keys = list(partition_keys)
+        self.partition_types = list(partition_types)
+        self.default_partition_name = default_partition_name
+        self.file_format = file_format
+        self._uuid = uuid.uuid4()
+        self._counter = itertools.count()
+
+    # -- metadata ------------------------------------------------------------------------
+    @property
+    def schema_dir(self) -> str:
+        return f"{self.table_path}/{SCHEMA_DIR}"
+
+    def schema_path(self, schema_id: int) -> str:
+        return f"{self.schema_dir}/schema-{schema_id}"
+
+    @property
+    def snapshot_dir(self) -> str:
+        return f"{self.table_path}/{SNAPSHOT_DIR}"
+
+    def snapshot_path(self, snapshot_id: int) -> str:
+        return f"{self.snapshot_dir}/snapshot-{snapshot_id}"
+
+    @property
+    def latest_hint(self) -> str:
+        return f"{self.snapshot_dir}/LATEST"
+
+    @property
+    def earliest_hint(self) -> str:
+        return f"{self.snapshot_dir}/EARLIEST"
+
+    @property
+    def manifest_dir(self) -> str:
+        return f"{self.table_path}/{MANIFEST_DIR}"
+
+    def manifest_path(self, file_name: str) -> str:
+        return f"{self.manifest_dir}/{file_name}"
+
+    def new_manifest_name(self) -> str:
+        return f"manifest-{self._uuid}-{next(self._counter)}"
+
+    def new_manifest_list_name(self) -> str:
+        return f"manifest-list-{self._uuid}-{next(self._counter)}"
+
+    @property
+    def tag_dir(self) -> str:
+        return f"{self.table_path}/{TAG_DIR}"
+
+    def tag_path(self, name: str) -> str:
+        return f"{self.tag_dir}/tag-{name}"
+
+    # -- data ----------------------------------------------------------------------------
+    def partition_path(self, values: Sequence[Any]) -> str:
+        """``k1=v1/k2=v2`` for a partition (empty for an unpartitioned table)."""
+        parts = []
+        for name, t, v in zip(self.partition_keys, self.partition_types, values, strict=True):
+            text = partition_value_string(v, t)
+            if text is None:
+                text = self.default_partition_name
+            else:
+                check_partition_value(name, text)
+            parts.append(f"{escape_path_name(name)}={escape_path_name(text)}")
+        return "/".join(parts)
+
+    def bucket_path(self, partition: Sequence[Any], bucket: int) -> str:
+        rel = self.partition_path(partition)
+        base = f"{self.table_path}/{rel}" if rel else self.table_path
+        return f"{base}/{BUCKET_PREFIX}{bucket}"
+
+    def new_data_file_name(self, prefix: str = "data-") -> str:
+        return f"{prefix}{self._uuid}-{next(self._counter)}.{self.file_format}"
+
+    def new_changelog_file_name(self) -> str:
+        return self.new_data_file_name("changelog-")
+
+    def data_file_path(
+        self, partition: Sequence[Any], bucket: int, file_name: str, external: str | None = None
+    ) -> str:
+        if external:
+            return external
+        return f"{self.bucket_path(partition, bucket)}/{file_name}"

@@ -1,0 +1,91 @@
+"""Read builder, scan and read in pypaimon's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from lakecore.errors import SchemaError
+from lakecore.read.predicate import Predicate, PredicateBuilder
+from lakecore.read.scan import Plan, Split, TableScan
+from lakecore.read.split_read import ROW_KIND_COLUMN, SplitRead
+from lakecore.types import to_arrow
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+
+class ReadBuilder:
+    def __init__(self, table: FileStoreTable) -> None:
+        self.table = table
+        self.predicate: Predicate | None = None
+        self.projection: list[str] | None = None
+
+    def with_filter(self, predicate: Predicate | None) -> ReadBuilder:
+        self.predicate = predicate
+        return self
+
+    def with_projection(self, names: list[str] | None) -> ReadBuilder:
+        if names is not None:
+            unknown = [n for n in names if n not in self.table.schema.row_type.names]
+            if unknown:
+                raise SchemaError(f"projection names unknown column(s) {unknown}")
+        self.projection = list(names) if names is not None else None
+        return self
+
+    def new_predicate_builder(self) -> PredicateBuilder:
+        return PredicateBuilder(self.table.schema.row_type)
+
+    def new_scan(self) -> TableScan:
+        return TableScan(self.table, self.predicate)
+
+    def new_read(self) -> TableRead:
+        return TableRead(self.table, self.projection, self.predicate)
+
+    def read_type(self) -> pa.Schema:
+        rt = self.table.schema.row_type
+        names = self.projection or rt.names
+        return pa.schema([pa.field(n, to_arrow(rt.field(n).type), rt.field(n).type.nullable)
+                          for n in names])
+
+
+class TableRead:
+    def __init__(
+        self, table: FileStoreTable, projection: list[str] | None, predicate: Predicate | None
+    ) -> None:
+        self.table = table
+        self._read = SplitRead(table, projection, predicate)
+        rt = table.schema.row_type
+        names = projection or rt.names
+        self.schema = pa.schema(
+            [pa.field(n, to_arrow(rt.field(n).type), rt.field(n).type.nullable) for n in names]
+        )
+
+    def _schema_for(self, splits: list[Split]) -> pa.Schema:
+        if splits and splits[0].is_changelog:
+            return self.schema.append(pa.field(ROW_KIND_COLUMN, pa.string(), False))
+        return self.schema
+
+    def _batches(self, splits: list[Split]) -> Iterator[pa.RecordBatch]:
+        schema = self._schema_for(splits)
+        for split in splits:
+            for t in self._read.read_split(split):
+                yield from t.cast(schema).to_batches()
+
+    def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
+        return pa.RecordBatchReader.from_batches(self._schema_for(splits), self._batches(splits))
+
+    def to_arrow(self, splits: list[Split]) -> pa.Table:
+        schema = self._schema_for(splits)
+        tables = [t.cast(schema) for s in splits for t in self._read.read_split(s)]
+        if not tables:
+            return schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def to_pandas(self, splits: list[Split]) -> Any:
+        return self.to_arrow(splits).to_pandas()
+
+
+__all__ = ["Plan", "ReadBuilder", "TableRead"]

@@ -1,0 +1,142 @@
+"""Planning a read: which snapshot, which live files, pruned by partition and statistics,
+grouped into one split per (partition, bucket)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lakecore.errors import SnapshotNotExistError
+from lakecore.format.binary_row import decode_row
+from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
+from lakecore.format.snapshot import CommitKind, Snapshot
+from lakecore.manifest_io import merge_entries
+from lakecore.read.predicate import Predicate, split_and
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+
+@dataclass(frozen=True)
+class Split:
+    partition: tuple
+    bucket: int
+    files: tuple[DataFileMeta, ...]
+    snapshot_id: int
+    is_changelog: bool = False  # incremental read of raw records (no merge)
+
+    @property
+    def row_count(self) -> int:
+        return sum(f.row_count for f in self.files)
+
+
+@dataclass(frozen=True)
+class Plan:
+    splits_: tuple[Split, ...]
+    snapshot_id: int | None
+
+    def splits(self) -> list[Split]:
+        return list(self.splits_)
+
+
+class TableScan:
+    def __init__(self, table: FileStoreTable, predicate: Predicate | None = None) -> None:
+        self.table = table
+        self.predicate = predicate
+
+    def _snapshot(self) -> Snapshot | None:
+        o = self.table.options
+        sm = self.table.snapshot_manager
+        if o.scan_snapshot_id is not None:
+            return sm.snapshot(o.scan_snapshot_id)
+        if o.scan_timestamp_millis is not None:
+            snap = sm.earlier_or_equal_time(o.scan_timestamp_millis)
+            if snap is None:
+                raise SnapshotNotExistError(
+                    f"no snapshot at or before timestamp {o.scan_timestamp_millis}"
+                )
+            return snap
+        return sm.latest()
+
+    def plan(self) -> Plan:
+        between = self.table.options.incremental_between
+        if between is not None:
+            return self._plan_incremental(*between)
+        snap = self._snapshot()
+        if snap is None:
+            return Plan((), None)
+        mio = self.table.manifest_io()
+        metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(
+            snap.delta_manifest_list
+        )
+        live = merge_entries(mio.read_entries(metas)).values()
+        return Plan(self._splits(live, snap.id, changelog=False), snap.id)
+
+    def _plan_incremental(self, start: int, end: int) -> Plan:
+        """Files added by snapshots in (start, end]: changelog files when a changelog producer
+        writes them, otherwise the APPEND snapshots' delta files."""
+        sm, mio = self.table.snapshot_manager, self.table.manifest_io()
+        use_changelog = self.table.options.changelog_producer.value != "none"
+        entries: list[ManifestEntry] = []
+        for sid in range(start + 1, end + 1):
+            snap = sm.snapshot(sid)
+            if use_changelog:
+                names = mio.read_manifest_list(snap.changelog_manifest_list)
+            elif snap.commit_kind is CommitKind.APPEND:
+                names = mio.read_manifest_list(snap.delta_manifest_list)
+            else:
+                continue
+            entries += [e for e in mio.read_entries(names) if e.kind is FileKind.ADD]
+        return Plan(self._splits(entries, end, changelog=use_changelog), end)
+
+    def _splits(self, entries, snapshot_id: int, changelog: bool) -> tuple[Split, ...]:
+        t = self.table
+        codec = t.partition_codec
+        conjuncts = split_and(self.predicate)
+        pkeys = set(t.partition_keys)
+        part_preds = [p for p in conjuncts if p.columns() <= pkeys]
+        stat_preds = [p for p in conjuncts if not p.columns() <= pkeys]
+        groups: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
+        part_ok: dict[bytes, bool] = {}
+        for e in entries:
+            ok = part_ok.get(e.partition)
+            if ok is None:
+                values = dict(zip(t.partition_keys, codec.decode(e.partition)))
+                ok = part_ok[e.partition] = all(p.test(values) for p in part_preds)
+            if not ok:
+                continue
+            if stat_preds and not self._stats_may_match(e.file, stat_preds):
+                continue
+            groups[(e.partition, e.bucket)].append(e.file)
+        splits = []
+        for (pbytes, bucket), files in sorted(groups.items(), key=lambda kv: kv[0]):
+            files.sort(key=lambda f: (f.min_sequence_number, f.file_name))
+            splits.append(Split(codec.decode(pbytes), bucket, tuple(files), snapshot_id, changelog))
+        return tuple(splits)
+
+    def _stats_may_match(self, f: DataFileMeta, preds: list[Predicate]) -> bool:
+        """Key stats for primary-key tables (value stats could resurrect shadowed rows);
+        value stats for append tables."""
+        s = self.table.schema
+        if s.primary_keys:
+            fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
+            stats = f.key_stats
+        else:
+            if f.value_stats_cols is not None:
+                fields = [s.row_type.field(n) for n in f.value_stats_cols]
+            else:
+                fields = list(s.row_type.fields)
+            stats = f.value_stats
+        names = [x.name for x in fields]
+        usable = [p for p in preds if p.columns() <= set(names)]
+        if not usable or not stats.min_values:
+            return True
+        types = [x.type for x in fields]
+        try:
+            mins = dict(zip(names, decode_row(stats.min_values, types)))
+            maxs = dict(zip(names, decode_row(stats.max_values, types)))
+        except Exception:  # stats written for other columns (e.g. another stats mode)
+            return True
+        nulls = dict(zip(names, stats.null_counts or ()))
+        return all(p.may_match(mins, maxs, nulls, f.row_count) for p in usable)

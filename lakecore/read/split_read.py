@@ -1,0 +1,138 @@
+"""Reading splits: append files as they are; primary-key buckets merged on read.
+
+Files of a bucket are grouped into sections of overlapping key ranges (Paimon's
+IntervalPartition idea); a section with one file needs no merge (only retractions dropped),
+a section with several is merged as sorted runs by the table's merge engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.errors import CorruptFileError
+from lakecore.format.binary_row import decode_row
+from lakecore.format.manifest import DataFileMeta
+from lakecore.read.predicate import Predicate
+from lakecore.read.scan import Split
+from lakecore.types import to_arrow
+from lakecore.write.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
+from lakecore.write.sorted_runs import merge_runs
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+ROW_KIND_COLUMN = "_ROW_KIND"
+
+
+def key_sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
+    """Group files into sections whose key ranges overlap (sorted by min key)."""
+    decoded = [(tuple(decode_row(f.min_key, key_types)), tuple(decode_row(f.max_key, key_types)), f)
+               for f in files]
+    decoded.sort(key=lambda x: (x[0], x[1]))
+    sections: list[list[DataFileMeta]] = []
+    bound: tuple | None = None
+    for lo, hi, f in decoded:
+        if sections and bound is not None and lo <= bound:
+            sections[-1].append(f)
+            bound = max(bound, hi)
+        else:
+            sections.append([f])
+            bound = hi
+    return sections
+
+
+class SplitRead:
+    def __init__(
+        self,
+        table: FileStoreTable,
+        projection: list[str] | None,
+        predicate: Predicate | None,
+    ) -> None:
+        self.table = table
+        s = table.schema
+        self.names = projection or s.row_type.names
+        self.predicate = predicate
+        self.read_names = list(self.names)
+        for c in sorted(predicate.columns()) if predicate else []:
+            if c not in self.read_names:
+                self.read_names.append(c)
+        self.is_pk = bool(s.primary_keys)
+        if self.is_pk:
+            from lakecore.kv_specs import merge_spec_for
+
+            self.merge_spec = merge_spec_for(table, self.read_names)
+            self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
+            extra = [c for c in self.merge_spec.sequence_fields if c not in self.read_names]
+            self.file_value_names = self.read_names + extra
+
+    def _path(self, split: Split, f: DataFileMeta) -> str:
+        return self.table.paths.data_file_path(split.partition, split.bucket, f.file_name,
+                                               f.external_path)
+
+    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str]) -> pa.Table:
+        path = self._path(split, f)
+        try:
+            with self.table.file_io.open_input_file(path) as src:
+                pf = pq.ParquetFile(src)
+                have = set(pf.schema_arrow.names)
+                cols = [c for c in columns if c in have]
+                t = pf.read(columns=cols)
+        except CorruptFileError:
+            raise
+        except (OSError, pa.ArrowInvalid) as e:
+            raise CorruptFileError(path, f"cannot read data file: {e}") from e
+        if t.num_rows != f.row_count:
+            raise CorruptFileError(path, f"has {t.num_rows} rows, manifest says {f.row_count}")
+        return self._fill_missing(t, columns)
+
+    def _fill_missing(self, t: pa.Table, columns: list[str]) -> pa.Table:
+        """Files without ``_KEY_`` columns (or older schemas) get them from value columns."""
+        rt = self.table.schema.row_type
+        for c in columns:
+            if c in t.column_names:
+                continue
+            if c.startswith(KEY_PREFIX) and c[len(KEY_PREFIX):] in t.column_names:
+                t = t.append_column(c, t.column(c[len(KEY_PREFIX):]))
+            elif c in rt.names:
+                t = t.append_column(c, pa.nulls(t.num_rows, to_arrow(rt.field(c).type)))
+        return t.select(columns)
+
+    # -- per split -----------------------------------------------------------------------
+    def read_split(self, split: Split) -> Iterator[pa.Table]:
+        if not self.is_pk:
+            for f in split.files:
+                yield self._finish(self._read_file(split, f, self.read_names))
+            return
+        key_cols = [KEY_PREFIX + k.name for k in self.key_fields]
+        cols = key_cols + [SEQUENCE_NUMBER, VALUE_KIND] + self.file_value_names
+        if split.is_changelog:
+            for f in split.files:
+                t = self._read_file(split, f, cols)
+                kinds = pc.take(pa.array(ROW_KINDS), t.column(VALUE_KIND))
+                yield self._finish(t, kinds)
+            return
+        key_types = [k.type for k in self.key_fields]
+        for section in key_sections(split.files, key_types):
+            if len(section) == 1:
+                t = self._read_file(split, section[0], cols)
+                live = pc.is_in(t.column(VALUE_KIND), pa.array([0, 2], pa.int8()))
+                yield self._finish(t.filter(live))
+                continue
+            ordered = sorted(section, key=lambda f: f.max_sequence_number)
+            runs = [[self._read_file(split, f, cols)] for f in ordered]
+            for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True):
+                yield self._finish(chunk)
+
+    def _finish(self, t: pa.Table, kinds: pa.Array | None = None) -> pa.Table:
+        names = list(self.names)
+        if kinds is not None:
+            t = t.append_column(ROW_KIND_COLUMN, kinds)
+            names.append(ROW_KIND_COLUMN)
+        if self.predicate is not None:
+            t = t.filter(self.predicate.to_expression())
+        return t.select(names)

@@ -1,0 +1,124 @@
+"""``FileStoreTable``: one table's schema, options, paths and the builders users start from."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from lakecore.fileio import FileIO
+from lakecore.manifest_io import ManifestIO, PartitionCodec
+from lakecore.options import CoreOptions
+from lakecore.paths import PathFactory
+from lakecore.schema import TableSchema
+from lakecore.snapshot_manager import SnapshotManager
+
+if TYPE_CHECKING:
+    from lakecore.read.read_builder import ReadBuilder
+    from lakecore.write.write_builder import BatchWriteBuilder, StreamWriteBuilder
+
+T = TypeVar("T")
+
+
+class CatalogLockLike:
+    """What the commit path needs from a catalog lock (see the lock issue)."""
+
+    def run_with_lock(self, database: str, table: str, fn: Callable[[], T]) -> T:
+        return fn()
+
+
+class FileStoreTable:
+    def __init__(
+        self,
+        file_io: FileIO,
+        identifier: str,
+        table_path: str,
+        schema: TableSchema,
+        lock: CatalogLockLike | None = None,
+        dynamic_options: dict[str, str] | None = None,
+    ) -> None:
+        self.file_io = file_io
+        self.identifier = identifier
+        self.table_path = table_path.rstrip("/")
+        self.schema = schema
+        self.lock = lock
+        self.dynamic_options = dict(dynamic_options or {})
+        merged = {**schema.options, **self.dynamic_options}
+        self.options: CoreOptions = CoreOptions.from_map(
+            merged, primary_keys=schema.primary_keys, column_names=[f.name for f in schema.fields]
+        )
+        part_types = [schema.row_type.field(k).type for k in schema.partition_keys]
+        self.paths = PathFactory(
+            self.table_path,
+            schema.partition_keys,
+            part_types,
+            default_partition_name=self.options.partition_default_name,
+        )
+        self.partition_codec = PartitionCodec(part_types)
+        self.snapshot_manager = SnapshotManager(file_io, self.paths)
+
+    # -- facts ---------------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.identifier.split(".", 1)[1]
+
+    @property
+    def database(self) -> str:
+        return self.identifier.split(".", 1)[0]
+
+    @property
+    def primary_keys(self) -> list[str]:
+        return list(self.schema.primary_keys)
+
+    @property
+    def partition_keys(self) -> list[str]:
+        return list(self.schema.partition_keys)
+
+    @property
+    def is_primary_key_table(self) -> bool:
+        return bool(self.schema.primary_keys)
+
+    @property
+    def bucket(self) -> int:
+        return self.options.bucket
+
+    @functools.cache  # noqa: B019 - one per table object, which is short-lived
+    def manifest_io(self) -> ManifestIO:
+        return ManifestIO(
+            self.file_io,
+            self.paths,
+            self.partition_codec,
+            self.schema.id,
+            self.options.manifest_target_file_size,
+            self.options.manifest_compression,
+        )
+
+    def run_with_lock(self, fn: Callable[[], T]) -> T:
+        if self.lock is None:
+            return fn()
+        return self.lock.run_with_lock(self.database, self.name, fn)
+
+    def copy(self, options: dict[str, Any]) -> FileStoreTable:
+        """The same table with dynamic options (e.g. ``scan.snapshot-id`` for time travel)."""
+        dyn = {**self.dynamic_options, **{k: str(v) for k, v in options.items()}}
+        return FileStoreTable(self.file_io, self.identifier, self.table_path, self.schema,
+                              self.lock, dyn)
+
+    # -- builders ------------------------------------------------------------------------
+    def new_batch_write_builder(self) -> BatchWriteBuilder:
+        from lakecore.write.write_builder import BatchWriteBuilder
+
+        return BatchWriteBuilder(self)
+
+    def new_stream_write_builder(self) -> StreamWriteBuilder:
+        from lakecore.write.write_builder import StreamWriteBuilder
+
+        return StreamWriteBuilder(self)
+
+    def new_read_builder(self) -> ReadBuilder:
+        from lakecore.read.read_builder import ReadBuilder
+
+        return ReadBuilder(self)
+
+    def __repr__(self) -> str:
+        return f"FileStoreTable({self.identifier!r}, path={self.table_path!r})"

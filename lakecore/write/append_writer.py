@@ -1,0 +1,56 @@
+"""Writer of one (partition, bucket) of an append-only table: rows go to files as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.fileio import FileIO
+from lakecore.format.manifest import FileSource
+from lakecore.paths import PathFactory
+from lakecore.write.commit_message import CommitMessage
+from lakecore.write.data_file_writer import FileWriterSpec, RollingFileWriter
+
+
+class AppendOnlyWriter:
+    def __init__(
+        self,
+        file_io: FileIO,
+        paths: PathFactory,
+        partition: Sequence[Any],
+        bucket: int,
+        total_buckets: int,
+        file_spec: FileWriterSpec,
+        next_sequence: int,
+    ) -> None:
+        self.partition, self.bucket, self.total_buckets = tuple(partition), bucket, total_buckets
+        self._writer = RollingFileWriter(
+            file_io, paths, partition, bucket, file_spec, level=0,
+            file_source=FileSource.APPEND, first_sequence=next_sequence,
+        )
+        self._chunks: list[pa.Table] = []
+        self._bytes = 0
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._bytes
+
+    def write(self, rows: pa.Table, kinds: pa.Array | None = None) -> None:
+        self._chunks.append(rows)
+        self._bytes += rows.nbytes
+
+    def spill_or_flush(self) -> None:
+        if self._chunks:
+            self._writer.write(pa.concat_tables(self._chunks))
+            self._chunks, self._bytes = [], 0
+
+    def prepare_commit(self) -> CommitMessage:
+        self.spill_or_flush()
+        files = tuple(self._writer.take_results())
+        return CommitMessage(self.partition, self.bucket, self.total_buckets, new_files=files)
+
+    def abort(self) -> None:
+        self._chunks, self._bytes = [], 0
+        self._writer.abort()

@@ -1,0 +1,53 @@
+"""``CommitMessage``: what a writer hands to the single committer for one (partition, bucket)."""
+
+from __future__ import annotations
+
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+from lakecore.format.manifest import DataFileMeta
+
+
+@dataclass(frozen=True)
+class CommitMessage:
+    """New files (APPEND), compaction before/after (COMPACT) and changelog files of one bucket.
+
+    ``partition`` holds the partition's Python values in partition-key order.
+    """
+
+    partition: tuple[Any, ...]
+    bucket: int
+    total_buckets: int
+    new_files: tuple[DataFileMeta, ...] = ()
+    changelog_files: tuple[DataFileMeta, ...] = ()
+    compact_before: tuple[DataFileMeta, ...] = ()
+    compact_after: tuple[DataFileMeta, ...] = ()
+    compact_changelog_files: tuple[DataFileMeta, ...] = ()
+
+    def is_empty(self) -> bool:
+        return not (
+            self.new_files
+            or self.changelog_files
+            or self.compact_before
+            or self.compact_after
+            or self.compact_changelog_files
+        )
+
+    def written_files(self) -> tuple[DataFileMeta, ...]:
+        """Files this message created (what ``abort`` must delete)."""
+        return self.new_files + self.changelog_files + self.compact_after + (
+            self.compact_changelog_files
+        )
+
+
+def serialize_messages(messages: list[CommitMessage]) -> bytes:
+    """Bytes for shipping messages from executors to the driver (Spark)."""
+    return pickle.dumps(list(messages), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def deserialize_messages(data: bytes) -> list[CommitMessage]:
+    msgs = pickle.loads(data)
+    if not all(isinstance(m, CommitMessage) for m in msgs):
+        raise TypeError("not a list of CommitMessage")
+    return msgs

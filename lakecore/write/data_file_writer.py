@@ -1,0 +1,195 @@
+"""Rolling Parquet writer: sorted chunks in, data files rolled at ``target-file-size`` out.
+
+Each file's ``DataFileMeta`` carries what readers and compaction rely on: row count, min/max
+key (first/last row, since input is sorted), key and value stats, sequence range, level,
+delete count and file source.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from lakecore.fileio import FileIO
+from lakecore.format.binary_row import EMPTY_ROW, encode_row
+from lakecore.format.manifest import DataFileMeta, FileSource
+from lakecore.format.stats import EMPTY_STATS
+from lakecore.paths import PathFactory
+from lakecore.types import DataField
+from lakecore.write.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
+from lakecore.write.stats_collector import StatsCollector, StatsMode
+
+# Rows per Parquet row group; also the granularity at which we check the rolling size.
+ROW_GROUP_ROWS = 256 * 1024
+
+
+@dataclass(frozen=True)
+class FileWriterSpec:
+    """Everything constant across the files of one (partition, bucket) writer."""
+
+    schema_id: int
+    file_schema: pa.Schema
+    key_fields: tuple[DataField, ...]  # trimmed primary key; empty for append tables
+    value_fields: tuple[DataField, ...]
+    target_file_size: int
+    compression: str = "zstd"
+    stats_mode: str = "truncate(16)"
+
+    @property
+    def is_kv(self) -> bool:
+        return bool(self.key_fields)
+
+
+class RollingFileWriter:
+    def __init__(
+        self,
+        file_io: FileIO,
+        paths: PathFactory,
+        partition: Sequence[Any],
+        bucket: int,
+        spec: FileWriterSpec,
+        level: int,
+        file_source: FileSource,
+        changelog: bool = False,
+        first_sequence: int = 0,
+    ) -> None:
+        self.file_io, self.paths, self.spec = file_io, paths, spec
+        self.partition, self.bucket = tuple(partition), bucket
+        self.level, self.file_source, self.changelog = level, file_source, changelog
+        self._next_seq = first_sequence  # append tables: one sequence number per row
+        self._writer: pq.ParquetWriter | None = None
+        self._stream: pa.NativeFile | None = None
+        self._name = ""
+        self._path = ""
+        self._reset_file_state()
+        self.results: list[DataFileMeta] = []
+        self.written_paths: list[str] = []
+
+    def _reset_file_state(self) -> None:
+        key_names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
+        mode = StatsMode.parse(self.spec.stats_mode)
+        self._key_stats = StatsCollector(key_names, [f.type for f in self.spec.key_fields], mode)
+        self._value_stats = StatsCollector(
+            [f.name for f in self.spec.value_fields], [f.type for f in self.spec.value_fields], mode
+        )
+        self._rows = 0
+        self._deletes = 0
+        self._min_seq: int | None = None
+        self._max_seq: int | None = None
+        self._first_key: tuple | None = None
+        self._last_key: tuple | None = None
+
+    def _open(self) -> None:
+        self._name = (
+            self.paths.new_changelog_file_name() if self.changelog else self.paths.new_data_file_name()
+        )
+        self._path = self.paths.data_file_path(self.partition, self.bucket, self._name)
+        self._stream = self.file_io.open_output_stream(self._path)
+        self.written_paths.append(self._path)
+        self._writer = pq.ParquetWriter(
+            self._stream, self.spec.file_schema, compression=self.spec.compression
+        )
+
+    def write(self, chunk: pa.Table) -> None:
+        """Append a chunk (already sorted after everything written before it)."""
+        for start in range(0, chunk.num_rows, ROW_GROUP_ROWS):
+            part = chunk.slice(start, ROW_GROUP_ROWS)
+            if self._writer is None:
+                self._open()
+            assert self._writer is not None and self._stream is not None
+            self._writer.write_table(part.select(self.spec.file_schema.names), ROW_GROUP_ROWS)
+            self._collect(part)
+            if self._stream.tell() >= self.spec.target_file_size:
+                self._close_file()
+
+    def _collect(self, part: pa.Table) -> None:
+        self._rows += part.num_rows
+        self._value_stats.update(part)
+        if self.spec.is_kv:
+            self._key_stats.update(part)
+            seq = part.column(SEQUENCE_NUMBER)
+            mm = pc.min_max(seq)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            self._min_seq = lo if self._min_seq is None else min(self._min_seq, lo)
+            self._max_seq = hi if self._max_seq is None else max(self._max_seq, hi)
+            kinds = part.column(VALUE_KIND)
+            self._deletes += pc.sum(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py() or 0
+            names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
+            if self._first_key is None:
+                self._first_key = tuple(part.column(n)[0].as_py() for n in names)
+            self._last_key = tuple(part.column(n)[part.num_rows - 1].as_py() for n in names)
+        else:
+            if self._min_seq is None:
+                self._min_seq = self._next_seq
+            self._next_seq += part.num_rows
+            self._max_seq = self._next_seq - 1
+
+    def _close_file(self) -> None:
+        if self._writer is None:
+            return
+        assert self._stream is not None
+        self._writer.close()
+        size = self._stream.tell()
+        self._stream.close()
+        self._writer, self._stream = None, None
+        if self.spec.is_kv:
+            key_types = [f.type for f in self.spec.key_fields]
+            min_key = encode_row(self._first_key or (), key_types)
+            max_key = encode_row(self._last_key or (), key_types)
+            key_stats = self._key_stats.result()
+        else:
+            min_key = max_key = EMPTY_ROW
+            key_stats = EMPTY_STATS
+        self.results.append(
+            DataFileMeta(
+                file_name=self._name,
+                file_size=size,
+                row_count=self._rows,
+                min_key=min_key,
+                max_key=max_key,
+                key_stats=key_stats,
+                value_stats=self._value_stats.result(),
+                min_sequence_number=self._min_seq or 0,
+                max_sequence_number=self._max_seq or 0,
+                schema_id=self.spec.schema_id,
+                level=self.level,
+                extra_files=(),
+                creation_time_millis=int(time.time() * 1000),
+                delete_row_count=self._deletes,
+                embedded_index=None,
+                file_source=self.file_source,
+                value_stats_cols=None,
+                external_path=None,
+                first_row_id=None,
+                write_cols=None,
+            )
+        )
+        self._reset_file_state()
+
+    def close(self) -> list[DataFileMeta]:
+        self._close_file()
+        return self.results
+
+    def take_results(self) -> list[DataFileMeta]:
+        """Close the open file and hand over its results; the writer can go on writing."""
+        self._close_file()
+        out, self.results, self.written_paths = self.results, [], []
+        return out
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            try:
+                self._writer.close()
+            finally:
+                assert self._stream is not None
+                self._stream.close()
+                self._writer, self._stream = None, None
+        for p in self.written_paths:
+            self.file_io.delete_quietly(p)
+        self.results = []

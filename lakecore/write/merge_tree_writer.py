@@ -1,0 +1,165 @@
+"""``MergeTreeWriter``: the writer of one (partition, bucket) of a primary-key table.
+
+Records get sequence numbers continuing from the bucket's max, collect in a sort buffer,
+and are spilled as sorted, merged runs to local disk when the shared write budget is
+exceeded (``write-buffer-spillable``). ``prepare_commit`` merges the runs and writes level-0
+files rolled at ``target-file-size``; with ``changelog-producer = input`` the raw input
+records also go to changelog files.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.ipc as ipc
+
+from lakecore.fileio import FileIO
+from lakecore.format.manifest import FileSource
+from lakecore.merge.functions import merge_sorted
+from lakecore.merge.sort import sort_kv
+from lakecore.merge.spec import MergeSpec
+from lakecore.paths import PathFactory
+from lakecore.write.commit_message import CommitMessage
+from lakecore.write.data_file_writer import FileWriterSpec, RollingFileWriter
+from lakecore.write.kv import to_kv
+from lakecore.write.sorted_runs import merge_runs
+
+SPILL_CHUNK_ROWS = 256 * 1024
+
+
+def _read_ipc_chunks(path: str) -> Iterator[pa.Table]:
+    with pa.memory_map(path) as src:
+        reader = ipc.open_file(src)
+        for i in range(reader.num_record_batches):
+            yield pa.Table.from_batches([reader.get_batch(i)])
+
+
+class MergeTreeWriter:
+    def __init__(
+        self,
+        file_io: FileIO,
+        paths: PathFactory,
+        partition: Sequence[Any],
+        bucket: int,
+        total_buckets: int,
+        file_spec: FileWriterSpec,
+        merge_spec: MergeSpec,
+        key_names: Sequence[str],
+        next_sequence: int,
+        spillable: bool,
+        changelog_input: bool,
+        spill_dir: str | None = None,
+    ) -> None:
+        self.file_io, self.paths = file_io, paths
+        self.partition, self.bucket, self.total_buckets = tuple(partition), bucket, total_buckets
+        self.file_spec, self.merge_spec = file_spec, merge_spec
+        self.key_names = list(key_names)
+        self.next_sequence = next_sequence
+        self.spillable, self.changelog_input = spillable, changelog_input
+        self.spill_dir = spill_dir
+        self._chunks: list[pa.Table] = []
+        self._bytes = 0
+        self._spills: list[str] = []
+        self.spill_count = 0
+        self._changelog: RollingFileWriter | None = None
+        self._data_writers: list[RollingFileWriter] = []
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._bytes
+
+    def write(self, rows: pa.Table, kinds: pa.Array) -> None:
+        kv = to_kv(rows, self.key_names, self.next_sequence, kinds, self.file_spec.file_schema)
+        self.next_sequence += rows.num_rows
+        self._chunks.append(kv)
+        self._bytes += kv.nbytes
+        if self.changelog_input:
+            if self._changelog is None:
+                self._changelog = self._new_writer(changelog=True)
+            self._changelog.write(kv)
+
+    def _new_writer(self, changelog: bool = False) -> RollingFileWriter:
+        return RollingFileWriter(
+            self.file_io,
+            self.paths,
+            self.partition,
+            self.bucket,
+            self.file_spec,
+            level=0,
+            file_source=FileSource.APPEND,
+            changelog=changelog,
+        )
+
+    def _sorted_buffer(self) -> pa.Table:
+        table = pa.concat_tables(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
+        return merge_sorted(sort_kv(table, self.merge_spec), self.merge_spec, drop_retracts=False)
+
+    def spill_or_flush(self) -> None:
+        """Free the buffer: spill a sorted run to local disk, or flush a level-0 file."""
+        if not self._chunks:
+            return
+        merged = self._sorted_buffer()
+        self._chunks, self._bytes = [], 0
+        if not self.spillable:
+            w = self._new_writer()
+            w.write(merged)
+            w.close()
+            self._data_writers.append(w)
+            return
+        fd, path = tempfile.mkstemp(prefix="lakecore-spill-", suffix=".arrow", dir=self.spill_dir)
+        os.close(fd)
+        with pa.OSFile(path, "wb") as sink, ipc.new_file(sink, merged.schema) as w:
+            for b in merged.to_batches(max_chunksize=SPILL_CHUNK_ROWS):
+                w.write_batch(b)
+        self._spills.append(path)
+        self.spill_count += 1
+
+    def prepare_commit(self) -> CommitMessage:
+        runs: list = [_read_ipc_chunks(p) for p in self._spills]
+        if self._chunks:
+            runs.append([self._sorted_buffer()])
+        if runs:
+            w = self._new_writer()
+            try:
+                if len(runs) == 1 and not self._spills:
+                    w.write(runs[0][0])
+                else:
+                    for chunk in merge_runs(runs, self.merge_spec, drop_retracts=False):
+                        w.write(chunk)
+                w.close()
+            except BaseException:
+                w.abort()
+                raise
+            self._data_writers.append(w)
+        self._release_buffers()
+        new_files = tuple(f for w in self._data_writers for f in w.results)
+        changelog = tuple(self._changelog.close()) if self._changelog else ()
+        self._data_writers, self._changelog = [], None
+        return CommitMessage(
+            partition=self.partition,
+            bucket=self.bucket,
+            total_buckets=self.total_buckets,
+            new_files=new_files,
+            changelog_files=changelog,
+        )
+
+    def _release_buffers(self) -> None:
+        self._chunks, self._bytes = [], 0
+        for p in self._spills:
+            try:
+                os.unlink(p)
+            except OSError:
+                pass
+        self._spills = []
+
+    def abort(self) -> None:
+        self._release_buffers()
+        for w in self._data_writers:
+            w.abort()
+        if self._changelog is not None:
+            self._changelog.abort()
+        self._data_writers, self._changelog = [], None

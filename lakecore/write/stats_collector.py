@@ -1,0 +1,109 @@
+"""Column statistics for a data file (min, max, null count per column), collected per chunk.
+
+Paimon's default ``metadata.stats-mode`` is ``truncate(16)``: string minimums are cut to 16
+characters, string maximums are cut and their last character incremented, so the stored
+range still covers the real values. ``full`` keeps them whole, ``counts`` keeps only null
+counts, ``none`` keeps nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakecore.format.binary_row import encode_row
+from lakecore.format.stats import EMPTY_STATS, SimpleStats
+from lakecore.types import DataType
+
+_TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
+
+
+@dataclass(frozen=True)
+class StatsMode:
+    kind: str  # full | truncate | counts | none
+    length: int = 0
+
+    @staticmethod
+    def parse(text: str) -> StatsMode:
+        t = text.strip().lower()
+        if t in ("full", "counts", "none"):
+            return StatsMode(t)
+        m = _TRUNCATE.match(t)
+        if m:
+            return StatsMode("truncate", int(m.group(1)))
+        raise ValueError(f"bad stats mode {text!r}")
+
+
+def _truncate_min(v: Any, n: int) -> Any:
+    if isinstance(v, (str, bytes)) and len(v) > n:
+        return v[:n]
+    return v
+
+
+def _truncate_max(v: Any, n: int) -> Any:
+    if isinstance(v, str) and len(v) > n:
+        head = v[:n]
+        for i in range(len(head) - 1, -1, -1):
+            cp = ord(head[i])
+            if cp < 0x10FFFF and not (0xD7FF <= cp < 0xE000):
+                return head[:i] + chr(cp + 1)
+        return None
+    if isinstance(v, bytes) and len(v) > n:
+        head = bytearray(v[:n])
+        for i in range(len(head) - 1, -1, -1):
+            if head[i] < 0xFF:
+                head[i] += 1
+                return bytes(head[: i + 1])
+        return None
+    return v
+
+
+@dataclass
+class StatsCollector:
+    """Accumulates min/max/null counts for ``names`` over successive chunks."""
+
+    names: list[str]
+    types: list[DataType]
+    mode: StatsMode = field(default_factory=lambda: StatsMode("truncate", 16))
+    mins: list[Any] = field(init=False)
+    maxs: list[Any] = field(init=False)
+    nulls: list[int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.names)
+        self.mins, self.maxs, self.nulls = [None] * n, [None] * n, [0] * n
+
+    def update(self, table: pa.Table) -> None:
+        for i, name in enumerate(self.names):
+            col = table.column(name)
+            self.nulls[i] += col.null_count
+            if self.mode.kind in ("counts", "none") or self.types[i].is_nested:
+                continue
+            if col.null_count == len(col):
+                continue
+            mm = pc.min_max(col)
+            lo, hi = mm["min"].as_py(), mm["max"].as_py()
+            if self.mins[i] is None or lo < self.mins[i]:
+                self.mins[i] = lo
+            if self.maxs[i] is None or hi > self.maxs[i]:
+                self.maxs[i] = hi
+
+    def result(self) -> SimpleStats:
+        if self.mode.kind == "none" or not self.names:
+            return EMPTY_STATS
+        mins, maxs = list(self.mins), list(self.maxs)
+        if self.mode.kind == "counts":
+            mins, maxs = [None] * len(mins), [None] * len(maxs)
+        elif self.mode.kind == "truncate":
+            mins = [_truncate_min(v, self.mode.length) for v in mins]
+            maxs = [_truncate_max(v, self.mode.length) for v in maxs]
+        for i, t in enumerate(self.types):
+            if t.is_nested:
+                mins[i] = maxs[i] = None
+        return SimpleStats(
+            encode_row(mins, self.types), encode_row(maxs, self.types), tuple(self.nulls)
+        )

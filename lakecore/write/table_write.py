@@ -1,0 +1,170 @@
+"""``TableWrite``: routes rows to one writer per (partition, bucket) and prepares commits."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lakecore.arrow_util import group_by_columns
+from lakecore.errors import SchemaError
+from lakecore.format.bucket import bucket_ids
+from lakecore.kv_specs import file_writer_spec, merge_spec_for
+from lakecore.manifest_io import merge_entries
+from lakecore.table import FileStoreTable
+from lakecore.write.append_writer import AppendOnlyWriter
+from lakecore.write.commit_message import CommitMessage
+from lakecore.write.conform import conform, row_kinds
+from lakecore.write.merge_tree_writer import MergeTreeWriter
+
+log = logging.getLogger(__name__)
+BUCKET_COLUMN = "__lakecore_bucket"
+
+Writer = MergeTreeWriter | AppendOnlyWriter
+
+
+class TableWrite:
+    def __init__(self, table: FileStoreTable, commit_user: str) -> None:
+        self.table = table
+        self.commit_user = commit_user
+        self.schema = table.schema
+        self.options = table.options
+        self._writers: dict[tuple[tuple, int], Writer] = {}
+        self._restored: dict[tuple[bytes, int], int] | None = None
+        self._file_spec = file_writer_spec(table)
+        self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
+        self._partition_keys = list(self.schema.partition_keys)
+        self._static_partition: dict[str, Any] | None = None
+
+    def with_static_partition(self, spec: dict[str, Any] | None) -> None:
+        self._static_partition = dict(spec) if spec else None
+
+    # -- input ---------------------------------------------------------------------------
+    def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        if data.num_rows == 0:
+            return
+        rows = conform(data, self.schema.row_type, list(self.schema.primary_keys))
+        kinds = row_kinds(rows, self.options.rowkind_field) if self._merge_spec else None
+        if kinds is not None:
+            rows = rows.append_column("__lakecore_kind", kinds)
+        bucket_count = self.options.bucket
+        if bucket_count > 0:
+            keys = list(self.schema.bucket_keys)
+            types = [self.schema.row_type.field(k).type for k in keys]
+            ids = bucket_ids([rows.column(k) for k in keys], types, bucket_count)
+        else:
+            ids = np.zeros(rows.num_rows, dtype=np.int32)
+        rows = rows.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
+        groups = group_by_columns(rows, self._partition_keys + [BUCKET_COLUMN])
+        # validate every partition before buffering anything
+        for values, _ in groups:
+            partition = values[:-1]
+            self.table.paths.partition_path(partition)
+            self._check_static(partition)
+        for values, part in groups:
+            partition, bucket = values[:-1], values[-1]
+            w = self._writer(partition, bucket)
+            k = part.column("__lakecore_kind").combine_chunks() if kinds is not None else None
+            w.write(part.select(self.schema.row_type.names), k)
+        self._control_memory()
+
+    def write_pandas(self, df: Any) -> None:
+        self.write_arrow(pa.Table.from_pandas(df, preserve_index=False))
+
+    def _check_static(self, partition: tuple) -> None:
+        if not self._static_partition:
+            return
+        for k, v in self._static_partition.items():
+            got = partition[self._partition_keys.index(k)]
+            if str(got) != str(v):
+                raise SchemaError(
+                    f"row with {k}={got!r} does not belong to the overwritten partition "
+                    f"{self._static_partition}"
+                )
+
+    def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
+        """Max sequence number per (partition, bucket) of the latest snapshot."""
+        if self._restored is None:
+            self._restored = {}
+            latest = self.table.snapshot_manager.latest()
+            if latest is not None:
+                mio = self.table.manifest_io()
+                metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
+                    latest.delta_manifest_list
+                )
+                for e in merge_entries(mio.read_entries(metas)).values():
+                    k = (e.partition, e.bucket)
+                    self._restored[k] = max(self._restored.get(k, -1), e.file.max_sequence_number)
+        return self._restored
+
+    def _writer(self, partition: tuple, bucket: int) -> Writer:
+        key = (partition, bucket)
+        w = self._writers.get(key)
+        if w is not None:
+            return w
+        pbytes = self.table.partition_codec.encode(partition)
+        next_seq = self._restore_sequences().get((pbytes, bucket), -1) + 1
+        total = self.options.bucket
+        if self._merge_spec is None:
+            w = AppendOnlyWriter(self.table.file_io, self.table.paths, partition, bucket, total,
+                                 self._file_spec, next_seq)
+        else:
+            w = MergeTreeWriter(
+                self.table.file_io,
+                self.table.paths,
+                partition,
+                bucket,
+                total,
+                self._file_spec,
+                self._merge_spec,
+                key_names=list(self.schema.trimmed_primary_keys),
+                next_sequence=next_seq,
+                spillable=self.options.write_buffer_spillable,
+                changelog_input=self.options.changelog_producer.value == "input",
+            )
+        self._writers[key] = w
+        return w
+
+    def _control_memory(self) -> None:
+        budget = self.options.write_buffer_size
+        total = sum(w.buffered_bytes for w in self._writers.values())
+        if total <= budget:
+            return
+        for w in sorted(self._writers.values(), key=lambda w: -w.buffered_bytes):
+            if total <= budget // 2:
+                break
+            total -= w.buffered_bytes
+            w.spill_or_flush()
+
+    # -- output --------------------------------------------------------------------------
+    def prepare_commit(self) -> list[CommitMessage]:
+        msgs = []
+        try:
+            for w in self._writers.values():
+                m = w.prepare_commit()
+                if not m.is_empty():
+                    msgs.append(m)
+        except BaseException:
+            for m in msgs:
+                self._delete_files(m)
+            self.abort()
+            raise
+        return msgs
+
+    def _delete_files(self, m: CommitMessage) -> None:
+        for f in m.written_files():
+            self.table.file_io.delete_quietly(
+                self.table.paths.data_file_path(m.partition, m.bucket, f.file_name)
+            )
+
+    def abort(self) -> None:
+        for w in self._writers.values():
+            w.abort()
+        self._writers.clear()
+
+    def close(self) -> None:
+        self.abort()

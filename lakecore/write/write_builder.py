@@ -1,0 +1,130 @@
+"""Write builders in pypaimon's shape: batch (one commit per builder) and stream (explicit
+commit identifiers, for jobs that commit again and again as the same commit user)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
+from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
+from lakecore.table import FileStoreTable
+from lakecore.write.commit_message import CommitMessage
+from lakecore.write.table_write import TableWrite
+
+
+class BatchWriteBuilder:
+    def __init__(self, table: FileStoreTable, commit_user: str | None = None) -> None:
+        self.table = table
+        self.commit_user = commit_user or str(uuid.uuid4())
+        self.static_partition: dict[str, Any] | None = None
+        self.is_overwrite = False
+
+    def overwrite(self, static_partition: dict[str, Any] | None = None) -> BatchWriteBuilder:
+        """Overwrite: a static partition spec replaces that partition; an empty spec replaces
+        the partitions present in the written data (``dynamic-partition-overwrite``, default
+        true) or the whole table."""
+        unknown = [k for k in (static_partition or {}) if k not in self.table.partition_keys]
+        if unknown:
+            from lakecore.errors import SchemaError
+
+            raise SchemaError(f"overwrite spec names non-partition column(s) {unknown}")
+        self.is_overwrite = True
+        self.static_partition = dict(static_partition or {})
+        return self
+
+    def new_write(self) -> BatchTableWrite:
+        w = BatchTableWrite(self.table, self.commit_user)
+        if self.is_overwrite:
+            w.with_static_partition(self.static_partition)
+        return w
+
+    def new_commit(self) -> BatchTableCommit:
+        return BatchTableCommit(self)
+
+
+class BatchTableWrite(TableWrite):
+    pass
+
+
+class BatchTableCommit:
+    def __init__(self, builder: BatchWriteBuilder) -> None:
+        self.builder = builder
+        self.table = builder.table
+        self._commit = FileStoreCommit(self.table, builder.commit_user)
+        self.last_result: CommitResult | None = None
+
+    def commit(self, messages: Sequence[CommitMessage]) -> CommitResult:
+        b = self.builder
+        if b.is_overwrite:
+            keys = self.table.partition_keys
+            if b.static_partition:
+                pf = partition_equals(b.static_partition, keys)
+            elif keys and self.table.options.dynamic_partition_overwrite:
+                touched = {tuple(m.partition) for m in messages}
+                pf = touched.__contains__  # type: ignore[assignment]
+            else:
+                pf = None
+            self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
+        else:
+            self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
+        return self.last_result
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        self._commit.abort(messages)
+
+    def close(self) -> None:
+        pass
+
+
+class StreamWriteBuilder:
+    def __init__(self, table: FileStoreTable) -> None:
+        self.table = table
+        self.commit_user = str(uuid.uuid4())
+
+    def with_commit_user(self, commit_user: str) -> StreamWriteBuilder:
+        self.commit_user = commit_user
+        return self
+
+    def new_write(self) -> StreamTableWrite:
+        return StreamTableWrite(self.table, self.commit_user)
+
+    def new_commit(self) -> StreamTableCommit:
+        return StreamTableCommit(self.table, self.commit_user)
+
+
+class StreamTableWrite(TableWrite):
+    def prepare_commit(self, commit_identifier: int | None = None) -> list[CommitMessage]:  # type: ignore[override]
+        return super().prepare_commit()
+
+
+class StreamTableCommit:
+    def __init__(self, table: FileStoreTable, commit_user: str) -> None:
+        self.table = table
+        self._commit = FileStoreCommit(table, commit_user)
+
+    def commit(self, messages: Sequence[CommitMessage], commit_identifier: int) -> CommitResult:
+        return self._commit.commit(messages, commit_identifier)
+
+    def overwrite(
+        self,
+        messages: Sequence[CommitMessage],
+        commit_identifier: int,
+        static_partition: dict[str, Any] | None = None,
+    ) -> CommitResult:
+        pf = (
+            partition_equals(static_partition, self.table.partition_keys)
+            if static_partition
+            else None
+        )
+        return self._commit.overwrite(messages, pf, commit_identifier)
+
+    def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
+        return self._commit.filter_committed(identifiers)
+
+    def abort(self, messages: Sequence[CommitMessage]) -> None:
+        self._commit.abort(messages)
+
+    def close(self) -> None:
+        pass
