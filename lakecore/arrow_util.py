@@ -35,8 +35,7 @@ def group_by_columns(
         return [((), table)]
     if table.num_rows == 0:
         return []
-    order = pc.sort_indices(table, sort_keys=[(n, "ascending") for n in names],
-                            null_placement="at_start")
+    order = pc.sort_indices(table, sort_keys=[(n, "ascending", "at_start") for n in names])
     table = table.take(order)
     starts = run_starts([table.column(n) for n in names])
     bounds = list(starts) + [table.num_rows]

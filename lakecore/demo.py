@@ -77,7 +77,7 @@ def main() -> None:
             print(f"ingested {len(ids):>8} rows into dt={day}: snapshot {sid}")
     upsert_ids = np.arange(0, n, 10)
     sid_before_upsert = table.snapshot_manager.latest_id()
-    sid = commit(table, batch(upsert_ids, days[0], 1000.0, "+U"))
+    sid = commit(table, batch(upsert_ids, days[0], 1e6, "+U"))
     print(f"upserted {len(upsert_ids):>8} rows in dt={days[0]}: snapshot {sid}")
     del_ids = np.arange(5, n, 50)
     sid = commit(table, batch(del_ids, days[1], 0.0, "-D"))
@@ -87,8 +87,10 @@ def main() -> None:
     result = rb.new_read().to_arrow(rb.new_scan().plan().splits())
     expected = 2 * n - len(del_ids)
     assert result.num_rows == expected, (result.num_rows, expected)
-    upserted = result.filter(pa.compute.equal(result["amount"], 1000.0 + 0.5 * 10))
-    assert upserted.num_rows == 1
+    pc = pa.compute
+    day0 = result.filter(pc.equal(result["dt"], days[0]))
+    upserted = day0.filter(pc.greater_equal(day0["amount"], 1e6))
+    assert upserted.num_rows == len(upsert_ids), (upserted.num_rows, len(upsert_ids))
     old = table.copy({"scan.snapshot-id": str(sid_before_upsert)})
     rb_old = old.new_read_builder()
     old_rows = rb_old.new_read().to_arrow(rb_old.new_scan().plan().splits()).num_rows

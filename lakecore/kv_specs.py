@@ -37,7 +37,7 @@ def file_writer_spec(table: FileStoreTable) -> FileWriterSpec:
 def merge_spec_for(table: FileStoreTable, value_columns: Sequence[str] | None = None) -> MergeSpec:
     s = table.schema
     values = list(value_columns) if value_columns is not None else s.row_type.names
-    for f in table.options.sequence_fields:
+    for f in table.options.sequence_field:
         if f not in values:
             values.append(f)
     return MergeSpec.from_options(

@@ -24,7 +24,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from lakecore import options_registry as reg
 from lakecore.errors import OptionError
-from lakecore.options_checks import CROSS_CHECKS
+from lakecore.options_checks import CROSS_CHECKS, check_scan
 from lakecore.options_parse import StatsMode
 from lakecore.options_registry import (
     OPTIONS,
@@ -156,12 +156,14 @@ class CoreOptions:
             if column is not None:
                 _check_column(key, column, self.column_names)
             _parse(option, key, text, strict=True)
-        return CoreOptions.from_map(
+        merged = CoreOptions.from_map(
             {**self._raw, **updates},
             primary_keys=self.primary_keys,
             column_names=self.column_names,
             strict=self.strict,
         )
+        check_scan(merged)  # time-travel choices are the caller's, whatever the base mode
+        return merged
 
     def to_map(self) -> dict[str, str]:
         """The options exactly as given (Paimon stores strings), unknown keys included."""
@@ -232,6 +234,7 @@ class CoreOptions:
 
     # --- writing ------------------------------------------------------------------------
     write_only = _Value(reg.WRITE_ONLY)
+    dynamic_partition_overwrite = _Value(reg.DYNAMIC_PARTITION_OVERWRITE)
     write_buffer_size = _Value(reg.WRITE_BUFFER_SIZE)
     write_buffer_spillable = _Value(reg.WRITE_BUFFER_SPILLABLE)
     file_format = _Value(reg.FILE_FORMAT)

@@ -180,51 +180,6 @@ def parse_name_list(text: str) -> tuple[str, ...]:
     return names
 
 
-def int_in_range(low: int | None = None, high: int | None = None) -> Callable[[str], int]:
-    """An int parser that also checks bounds, so the error says the allowed range."""
-
-    def parse(text: str) -> int:
-        value = parse_int(text)
-        if (low is not None and value < low) or (high is not None and value > high):
-            if high is None:
-                raise ValueError(f"expected an integer >= {low}, got {value}")
-            if low is None:
-                raise ValueError(f"expected an integer <= {high}, got {value}")
-            raise ValueError(f"expected an integer between {low} and {high}, got {value}")
-        return value
-
-    return parse
-
-
-def positive(parser: Callable[[str], int]) -> Callable[[str], int]:
-    """Wrap a size parser: a zero size (``"0 mb"``) would make writers loop or never roll."""
-
-    def parse(text: str) -> int:
-        value = parser(text)
-        if value <= 0:
-            raise ValueError(f"expected a value greater than zero, got {text!r}")
-        return value
-
-    return parse
-
-
-def float_in_range(
-    low: float, high: float | None = None, *, low_inclusive: bool = True
-) -> Callable[[str], float]:
-    """A float parser with bounds (``compaction.small-file-ratio`` is a fraction, for one)."""
-
-    def parse(text: str) -> float:
-        value = parse_float(text)
-        too_low = value < low if low_inclusive else value <= low
-        if too_low or (high is not None and value > high):
-            left = "[" if low_inclusive else "("
-            right = f"{high}]" if high is not None else "inf)"
-            raise ValueError(f"expected a number in {left}{low}, {right}, got {value}")
-        return value
-
-    return parse
-
-
 def enum_parser(enum_cls: type[E]) -> Callable[[str], E]:
     """Match an enum by value, case-insensitive, like Paimon's ``convertToEnum``."""
     by_value = {str(member.value).lower(): member for member in enum_cls}
@@ -235,19 +190,6 @@ def enum_parser(enum_cls: type[E]) -> Callable[[str], E]:
         if member is None:
             raise ValueError(f"expected one of: {choices}")
         return member
-
-    return parse
-
-
-def choice_parser(*choices: str) -> Callable[[str], str]:
-    """One of a fixed set of words, case-insensitive, returned lower-cased."""
-    allowed = {c.lower() for c in choices}
-
-    def parse(text: str) -> str:
-        lowered = text.lower()
-        if lowered not in allowed:
-            raise ValueError(f"expected one of: {', '.join(choices)}")
-        return lowered
 
     return parse
 
@@ -282,9 +224,12 @@ def parse_stats_mode(text: str) -> StatsMode:
     raise ValueError("expected one of: none, counts, full, truncate(N) with N > 0")
 
 
-def parse_incremental_between(text: str) -> tuple[str, str]:
-    """``"start,end"``: two snapshot ids or two tag names (Paimon's ``incremental-between``)."""
+def parse_incremental_between(text: str) -> tuple[int, int] | tuple[str, str]:
+    """``"start,end"``: two snapshot ids (``(5, 10)``) or else two tag names, decided as Paimon
+    does: both parts numeric means snapshot ids."""
     parts = [p.strip() for p in text.split(",")]
     if len(parts) != 2 or not all(parts):
         raise ValueError("expected 'start,end' (two snapshot ids or two tag names)")
+    if all(p.isdigit() for p in parts):
+        return int(parts[0]), int(parts[1])
     return parts[0], parts[1]

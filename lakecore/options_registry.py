@@ -257,6 +257,10 @@ WRITE_ONLY = _opt(
     "Skip compaction and snapshot expiry on write (a separate job does them).",
     fallback_keys=("write.compaction-skip",),
 )
+DYNAMIC_PARTITION_OVERWRITE = _opt(
+    "dynamic-partition-overwrite", parse_bool, True,
+    "An overwrite without a static partition replaces only the partitions it writes.",
+)
 WRITE_BUFFER_SIZE = _opt(
     "write-buffer-size", parse_memory_size, 256 * _MB,
     "Memory for a writer's sort buffer before it flushes or spills.", check=_positive_size,
@@ -455,7 +459,7 @@ SCAN_TIMESTAMP_MILLIS = _opt(
 SCAN_TAG_NAME = _opt("scan.tag-name", parse_non_blank, None, "Read as of this tag.")
 INCREMENTAL_BETWEEN = _opt(
     "incremental-between", parse_incremental_between, None,
-    "Read the changes between two snapshots or tags: 'start,end'.",
+    "Read the changes between two snapshot ids or two tags: 'start,end'.",
 )
 PATH = _opt("path", parse_non_blank, None, "Table location; set by the catalog, not the user.")
 

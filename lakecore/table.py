@@ -43,9 +43,14 @@ class FileStoreTable:
         self.schema = schema
         self.lock = lock
         self.dynamic_options = dict(dynamic_options or {})
-        merged = {**schema.options, **self.dynamic_options}
-        self.options: CoreOptions = CoreOptions.from_map(
-            merged, primary_keys=schema.primary_keys, column_names=[f.name for f in schema.fields]
+        base = CoreOptions.from_map(
+            schema.options,
+            primary_keys=schema.primary_keys,
+            column_names=[f.name for f in schema.fields],
+            strict=False,  # a table another writer made may carry options we do not know
+        )
+        self.options: CoreOptions = (
+            base.with_options(self.dynamic_options) if self.dynamic_options else base
         )
         part_types = [schema.row_type.field(k).type for k in schema.partition_keys]
         self.paths = PathFactory(

@@ -112,7 +112,11 @@ class DataType:
             return {"type": "ARRAY" + suffix, "element": self.element.to_json()}
         if self.root is TypeRoot.MAP:
             assert self.key is not None and self.value is not None
-            return {"type": "MAP" + suffix, "key": self.key.to_json(), "value": self.value.to_json()}
+            return {
+                "type": "MAP" + suffix,
+                "key": self.key.to_json(),
+                "value": self.value.to_json(),
+            }
         if self.root is TypeRoot.ROW:
             return {"type": "ROW" + suffix, "fields": [f.to_json() for f in self.fields]}
         return self._base() + suffix

@@ -13,6 +13,7 @@ run the murmur rounds column-wise over all rows at once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -83,7 +84,7 @@ def hash_bytes_by_words(data: bytes, seed: int = SEED) -> int:
     if len(data) % 4:
         raise ValueError("hashBytesByWords needs a whole number of 4-byte words")
     h = seed
-    for (k,) in np.frombuffer(data, dtype="<u4").reshape(-1, 1).tolist():
+    for k in np.frombuffer(data, dtype="<u4").tolist():
         h = _mix_word(h, k)
     return _signed(_fmix(h, len(data)))
 
@@ -101,27 +102,24 @@ def bucket_of_hash(hash_code: int, num_buckets: int) -> int:
 # ----------------------------------------------------------------------------- column slots
 
 
+@dataclass
 class _VarPart:
-    """One column's var-length contents: ``sizes`` (bytes reserved per row, 8-aligned),
-    ``low`` (slot low 32 bits) and either a per-row byte matrix or a ragged source."""
+    """One column's var-length pieces: ``sizes`` (bytes reserved per row, 8-aligned), ``low``
+    (the slot's low 32 bits), and either a per-row byte ``matrix`` or a ragged source
+    (``data`` zero-padded by 8 bytes, ``starts``, ``lengths``)."""
 
-    def __init__(
-        self,
-        sizes: np.ndarray,
-        low: np.ndarray,
-        matrix: np.ndarray | None = None,
-        data: np.ndarray | None = None,
-        starts: np.ndarray | None = None,
-        lengths: np.ndarray | None = None,
-    ) -> None:
-        self.sizes, self.low, self.matrix = sizes, low, matrix
-        self.data, self.starts, self.lengths = data, starts, lengths
+    sizes: np.ndarray
+    low: np.ndarray
+    matrix: np.ndarray | None = None
+    data: np.ndarray | None = None
+    starts: np.ndarray | None = None
+    lengths: np.ndarray | None = None
 
 
 def _as_array(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
-        return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
-    return col
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    return col.dictionary_decode() if pa.types.is_dictionary(col.type) else col
 
 
 def _fixed_values(arr: pa.Array, dtype: Any) -> np.ndarray:
@@ -181,36 +179,23 @@ def _string_slots(arr: pa.Array, valid: np.ndarray) -> tuple[np.ndarray, _VarPar
     """Slots of a string/binary column; bytes > 7 go to the var part."""
     if not pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary())
-    n = len(arr)
-    offsets = _fixed_values_offsets(arr)
-    starts, lengths = offsets[:-1], np.diff(offsets)
-    lengths = np.where(valid, lengths, 0)
+    offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    starts, lengths = offsets[:-1], np.where(valid, np.diff(offsets), 0)
     buf = arr.buffers()[2]
     data = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
+    padded = np.concatenate([data, np.zeros(8, np.uint8)])  # 8-byte reads never overrun
     inline = valid & (lengths <= MAX_FIX_PART_DATA_SIZE)
-    slots = np.zeros(n, np.uint64)
+    slots = np.zeros(len(arr), np.uint64)
     if inline.any():
-        padded = np.concatenate([data, np.zeros(8, np.uint8)])
-        windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
         rows = np.flatnonzero(inline)
+        windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
         words = windows[starts[rows]].copy().view("<u8").ravel()
-        nbits = (lengths[rows] * 8).astype(np.uint64)
-        mask = (np.uint64(1) << nbits) - np.uint64(1)
-        header = (np.uint64(0x80) | lengths[rows].astype(np.uint64)) << np.uint64(56)
-        slots[rows] = (words & mask) | header
-    var = valid & ~inline
-    sizes = np.where(var, (lengths + 7) & ~7, 0)
-    return slots, _VarPart(
-        sizes,
-        np.where(var, lengths, 0),
-        data=data,
-        starts=starts,
-        lengths=np.where(var, lengths, 0),
-    )
-
-
-def _fixed_values_offsets(arr: pa.Array) -> np.ndarray:
-    return np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+        nbytes = lengths[rows].astype(np.uint64)
+        mask = (np.uint64(1) << (nbytes * np.uint64(8))) - np.uint64(1)
+        slots[rows] = (words & mask) | ((np.uint64(0x80) | nbytes) << np.uint64(56))
+    var_lengths = np.where(valid & ~inline, lengths, 0)
+    sizes = (var_lengths + 7) & ~7
+    return slots, _VarPart(sizes, var_lengths, data=padded, starts=starts, lengths=var_lengths)
 
 
 def _column_slots(col: Any, t: DataType) -> tuple[np.ndarray, np.ndarray, _VarPart | None]:
@@ -337,20 +322,22 @@ def _copy_ragged(flat: np.ndarray, dst: np.ndarray, var: _VarPart) -> None:
     rows = np.flatnonzero(var.lengths)
     lens = var.lengths[rows]
     nwords = (lens + 7) // 8
-    total = int(nwords.sum())
-    within = np.arange(total) - np.repeat(np.cumsum(nwords) - nwords, nwords)
-    padded = np.concatenate([var.data, np.zeros(8, np.uint8)])
-    windows = np.lib.stride_tricks.sliding_window_view(padded, 8)
-    src = np.repeat(var.starts[rows], nwords) + within * 8
-    words = windows[src].view("<u8").ravel()
-    tail = np.cumsum(nwords) - 1  # last word of each row: keep only its real bytes
+    ends = np.cumsum(nwords)
+    total = int(ends[-1]) if len(ends) else 0
+    seg = np.zeros(total, np.int64)  # which row each output word belongs to
+    seg[ends[:-1]] = 1
+    seg = np.cumsum(seg)
+    within = np.arange(total) - (ends - nwords)[seg]
+    windows = np.lib.stride_tricks.sliding_window_view(var.data, 8)
+    words = windows[var.starts[rows][seg] + within * 8].view("<u8").ravel()
+    tail = ends - 1  # last word of each row: keep only its real bytes
     rem = (lens % 8).astype(np.uint64)
     words[tail] &= np.where(
         rem > 0,
         (np.uint64(1) << (rem * np.uint64(8))) - np.uint64(1),
         np.uint64(0xFFFFFFFFFFFFFFFF),
     )
-    flat.view(np.uint64)[np.repeat(dst[rows] // 8, nwords) + within] = words
+    flat.view(np.uint64)[(dst[rows] // 8)[seg] + within] = words
 
 
 # ----------------------------------------------------------------------------- murmur

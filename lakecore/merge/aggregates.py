@@ -84,19 +84,26 @@ def aggregate(
     *,
     ignore_retract: bool = False,
     delimiter: str = ",",
+    seen: np.ndarray | None = None,
 ) -> pa.Array:
     """One output value per group: ``func`` folded over the group's active rows.
 
     ``retract`` marks -U/-D rows. ``ignore_retract`` is FieldIgnoreRetractAgg: retractions
-    leave the accumulator unchanged. Raises :class:`UnsupportedRetraction` when ``func`` has no
-    retract and an active retraction reaches it.
+    leave the accumulator unchanged. ``seen`` (default ``active``) are all rows Paimon would
+    feed to the aggregator, including those a later delete discards: a retraction among them
+    that ``func`` cannot take raises :class:`UnsupportedRetraction`, as Java would.
     """
+    seen = active if seen is None else seen
     if ignore_retract:
-        active = active & ~retract
-    retracting = active & retract
+        active, seen = active & ~retract, seen & ~retract
+    retracting = seen & retract
     if func not in RETRACTABLE and retracting.any():
         raise UnsupportedRetraction(func, int(np.flatnonzero(retracting)[0]))
     valid = _valid(arr)
+    if func is AggFunc.PRODUCT and pa.types.is_integer(arr.type):
+        zero = retracting & valid & (arr.fill_null(1).to_numpy(zero_copy_only=False) == 0)
+        if zero.any():  # Java's integer division throws wherever the row falls
+            raise MergeError("product retraction divides by zero")
     if func is AggFunc.PRIMARY_KEY:  # agg and retract both take the input
         return take_or_null(arr, groups.last_index(active))
     if func in (AggFunc.LAST_VALUE, AggFunc.LAST_NON_NULL_VALUE):
@@ -174,8 +181,9 @@ def _decimal_sum(
 
 
 def _product(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) -> pa.Array:
-    """FieldProductAgg: null * x = x, acc / x for a retraction (null / x = x, as Paimon does);
-    integer products wrap and integer division truncates toward zero, like Java."""
+    """FieldProductAgg: null * x = x, acc / x for a retraction and null / x = 1 / x
+    (FieldAggregatorTest.testFieldProductIntAgg: retract(null, 5) == 0); integer products wrap
+    and integer division truncates toward zero, like Java."""
     if pa.types.is_decimal(arr.type):
         raise MergeError("product on DECIMAL columns is not supported")
     x = _numbers(arr, AggFunc.PRODUCT)
@@ -203,22 +211,28 @@ def _fold_product(
     rank = np.arange(len(rows)) - np.searchsorted(g, g, side="left")
     order = np.argsort(rank, kind="stable")
     bounds = np.searchsorted(rank[order], np.arange(rank.max(initial=-1) + 2))
-    with np.errstate(all="ignore"):
-        for k in range(len(bounds) - 1):
-            at = rows[order[bounds[k]:bounds[k + 1]]]
-            gg, v = groups.gid[at], x[at]
-            if k == 0:
-                acc[gg] = v
-                continue
-            a = acc[gg]
-            r = retract[at]
-            if x.dtype.kind == "f":
-                acc[gg] = np.where(r, a / np.where(r, v, 1), a * v)
-            else:
-                if np.any(r & (v == 0)):
-                    raise MergeError("product retraction divides by zero")
-                acc[gg] = np.where(r, _trunc_div(a, np.where(r, v, 1)), a * v)
+    one = np.ones(1, dtype=x.dtype)[0]
+    for k in range(len(bounds) - 1):
+        at = rows[order[bounds[k]:bounds[k + 1]]]
+        gg, v, r = groups.gid[at], x[at], retract[at]
+        # The first input starts the product (a retraction starts it at 1 / x).
+        a = np.full(len(at), one) if k == 0 else acc[gg]
+        quotient = _divide(a, np.where(r, v, one))
+        with np.errstate(all="ignore"):
+            acc[gg] = np.where(r, quotient, a * v)
     return acc
+
+
+def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Java division: IEEE for floats; for integers truncation toward zero, MIN / -1 wraps to
+    MIN, and a zero divisor is an error (ArithmeticException)."""
+    if a.dtype.kind == "f":
+        with np.errstate(all="ignore"):
+            return a / b
+    if np.any(b == 0):
+        raise MergeError("product retraction divides by zero")
+    with np.errstate(all="ignore"):
+        return _trunc_div(a, b)
 
 
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

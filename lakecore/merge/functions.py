@@ -131,11 +131,14 @@ def _aggregation(
     table: pa.Table, spec: MergeSpec, groups: Groups, kinds: np.ndarray, retract: np.ndarray
 ) -> _Result:
     passthrough = _passthrough(groups, retract)
-    active = ~passthrough[groups.gid]
+    seen = ~passthrough[groups.gid]
+    active = seen
     last = groups.ends - 1
     deleted = np.zeros(groups.count, dtype=bool)
     if spec.remove_record_on_delete:
-        active &= _after_last_delete(groups, kinds)
+        # A -D resets the row; it is not itself retracted from anything.
+        seen = seen & ~(kinds == RowKind.DELETE)
+        active = seen & _after_last_delete(groups, kinds)
         deleted = ~passthrough & (kinds[last] == RowKind.DELETE)
     merged: dict[str, pa.Array] = {}
     for col in _value_columns(table):
@@ -149,6 +152,7 @@ def _aggregation(
                 retract,
                 ignore_retract=col in spec.ignore_retract,
                 delimiter=spec.listagg_delimiter(col),
+                seen=seen,
             )
         except UnsupportedRetraction as e:
             raise MergeError(

@@ -102,8 +102,9 @@ class Predicate:
         raise SchemaError(f"unknown predicate {m!r}")
 
     # -- statistics ----------------------------------------------------------------------
-    def may_match(self, mins: dict[str, Any], maxs: dict[str, Any], nulls: dict[str, int],
-                  row_count: int) -> bool:
+    def may_match(
+        self, mins: dict[str, Any], maxs: dict[str, Any], nulls: dict[str, int], row_count: int
+    ) -> bool:
         """False only when no row with these column stats can satisfy the predicate."""
         m = self.method
         if m == "and":
@@ -188,11 +189,15 @@ class PredicateBuilder:
 
     @staticmethod
     def and_predicates(predicates: Sequence[Predicate]) -> Predicate:
-        return predicates[0] if len(predicates) == 1 else Predicate("and", children=tuple(predicates))
+        return (
+            predicates[0] if len(predicates) == 1 else Predicate("and", children=tuple(predicates))
+        )
 
     @staticmethod
     def or_predicates(predicates: Sequence[Predicate]) -> Predicate:
-        return predicates[0] if len(predicates) == 1 else Predicate("or", children=tuple(predicates))
+        return (
+            predicates[0] if len(predicates) == 1 else Predicate("or", children=tuple(predicates))
+        )
 
 
 def split_and(p: Predicate | None) -> list[Predicate]:

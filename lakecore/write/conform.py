@@ -38,7 +38,9 @@ def conform(data: pa.Table, row_type: RowType, primary_keys: list[str]) -> pa.Ta
             what = "primary key column" if f.name in primary_keys else "NOT NULL column"
             raise SchemaError(f"{what} {f.name!r} has {col.null_count} null value(s)")
         cols.append(col)
-    schema = pa.schema([pa.field(f.name, to_arrow(f.type), f.type.nullable) for f in row_type.fields])
+    schema = pa.schema(
+        [pa.field(f.name, to_arrow(f.type), f.type.nullable) for f in row_type.fields]
+    )
     return pa.Table.from_arrays(cols, schema=schema)
 
 
@@ -55,6 +57,8 @@ def row_kinds(data: pa.Table, rowkind_field: str | None) -> pa.Array:
             f"rowkind.field column {rowkind_field!r} has invalid row kind(s) {bad}; "
             f"expected one of {list(ROW_KINDS)}"
         )
-    return idx.combine_chunks().cast(pa.int8()) if isinstance(idx, pa.ChunkedArray) else idx.cast(
-        pa.int8()
+    return (
+        idx.combine_chunks().cast(pa.int8())
+        if isinstance(idx, pa.ChunkedArray)
+        else idx.cast(pa.int8())
     )

@@ -18,12 +18,13 @@ import pyarrow.parquet as pq
 
 from lakecore.fileio import FileIO
 from lakecore.format.binary_row import EMPTY_ROW, encode_row
-from lakecore.format.manifest import DataFileMeta, FileSource
+from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
+from lakecore.options_parse import StatsMode
 from lakecore.paths import PathFactory
 from lakecore.types import DataField
 from lakecore.write.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-from lakecore.write.stats_collector import StatsCollector, StatsMode
+from lakecore.write.stats_collector import StatsCollector
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024
@@ -39,7 +40,7 @@ class FileWriterSpec:
     value_fields: tuple[DataField, ...]
     target_file_size: int
     compression: str = "zstd"
-    stats_mode: str = "truncate(16)"
+    stats_mode: StatsMode = StatsMode("truncate", 16)
 
     @property
     def is_kv(self) -> bool:
@@ -73,7 +74,7 @@ class RollingFileWriter:
 
     def _reset_file_state(self) -> None:
         key_names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
-        mode = StatsMode.parse(self.spec.stats_mode)
+        mode = self.spec.stats_mode
         self._key_stats = StatsCollector(key_names, [f.type for f in self.spec.key_fields], mode)
         self._value_stats = StatsCollector(
             [f.name for f in self.spec.value_fields], [f.type for f in self.spec.value_fields], mode
@@ -87,7 +88,9 @@ class RollingFileWriter:
 
     def _open(self) -> None:
         self._name = (
-            self.paths.new_changelog_file_name() if self.changelog else self.paths.new_data_file_name()
+            self.paths.new_changelog_file_name()
+            if self.changelog
+            else self.paths.new_data_file_name()
         )
         self._path = self.paths.data_file_path(self.partition, self.bucket, self._name)
         self._stream = self.file_io.open_output_stream(self._path)
@@ -98,12 +101,15 @@ class RollingFileWriter:
 
     def write(self, chunk: pa.Table) -> None:
         """Append a chunk (already sorted after everything written before it)."""
-        for start in range(0, chunk.num_rows, ROW_GROUP_ROWS):
-            part = chunk.slice(start, ROW_GROUP_ROWS)
+        # Slice so that the size check runs at least every ~target bytes of input.
+        per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
+        step = max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
+        for start in range(0, chunk.num_rows, step):
+            part = chunk.slice(start, step)
             if self._writer is None:
                 self._open()
             assert self._writer is not None and self._stream is not None
-            self._writer.write_table(part.select(self.spec.file_schema.names), ROW_GROUP_ROWS)
+            self._writer.write_table(part.select(self.spec.file_schema.names), step)
             self._collect(part)
             if self._stream.tell() >= self.spec.target_file_size:
                 self._close_file()
@@ -160,7 +166,7 @@ class RollingFileWriter:
                 schema_id=self.spec.schema_id,
                 level=self.level,
                 extra_files=(),
-                creation_time_millis=int(time.time() * 1000),
+                creation_time_millis=creation_time_from_epoch_millis(int(time.time() * 1000)),
                 delete_row_count=self._deletes,
                 embedded_index=None,
                 file_source=self.file_source,

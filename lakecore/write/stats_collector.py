@@ -8,7 +8,6 @@ counts, ``none`` keeps nothing.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,25 +16,8 @@ import pyarrow.compute as pc
 
 from lakecore.format.binary_row import encode_row
 from lakecore.format.stats import EMPTY_STATS, SimpleStats
+from lakecore.options_parse import StatsMode
 from lakecore.types import DataType
-
-_TRUNCATE = re.compile(r"^truncate\((\d+)\)$")
-
-
-@dataclass(frozen=True)
-class StatsMode:
-    kind: str  # full | truncate | counts | none
-    length: int = 0
-
-    @staticmethod
-    def parse(text: str) -> StatsMode:
-        t = text.strip().lower()
-        if t in ("full", "counts", "none"):
-            return StatsMode(t)
-        m = _TRUNCATE.match(t)
-        if m:
-            return StatsMode("truncate", int(m.group(1)))
-        raise ValueError(f"bad stats mode {text!r}")
 
 
 def _truncate_min(v: Any, n: int) -> Any:
@@ -99,8 +81,8 @@ class StatsCollector:
         if self.mode.kind == "counts":
             mins, maxs = [None] * len(mins), [None] * len(maxs)
         elif self.mode.kind == "truncate":
-            mins = [_truncate_min(v, self.mode.length) for v in mins]
-            maxs = [_truncate_max(v, self.mode.length) for v in maxs]
+            mins = [_truncate_min(v, (self.mode.truncate_length or 0)) for v in mins]
+            maxs = [_truncate_max(v, (self.mode.truncate_length or 0)) for v in maxs]
         for i, t in enumerate(self.types):
             if t.is_nested:
                 mins[i] = maxs[i] = None

@@ -136,7 +136,7 @@ def test_filters_and_projection(tmp_path):
     got = read(t, "id", predicate=lambda pb: pb.and_predicates(
         [pb.equal("dt", "a"), pb.greater_or_equal("id", 95)]), projection=["id", "v"])
     assert got == [{"id": i, "v": i} for i in range(95, 100)]
-    got = read(t, "id", predicate=lambda pb: pb.equal("v", 7))
+    got = read(t, ["dt", "id"], predicate=lambda pb: pb.equal("v", 7))
     assert [(r["dt"], r["id"]) for r in got] == [("a", 7)] + [("b", i) for i in range(10)]
 
 

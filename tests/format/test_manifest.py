@@ -110,6 +110,17 @@ def test_unknown_codec_is_an_option_error() -> None:
         encode_manifest([], "lzo")
 
 
+def test_codec_without_its_library_says_what_to_install() -> None:
+    entries = [ManifestEntry(FileKind.ADD, str_row("a"), 0, 1, bare_file())]
+    try:
+        import cramjam  # noqa: F401  (fastavro's snappy backend)
+    except ImportError:
+        with pytest.raises(ModuleNotFoundError, match="cramjam"):
+            encode_manifest(entries, "snappy")
+    else:
+        assert decode_manifest(encode_manifest(entries, "snappy"), "m") == entries
+
+
 def test_manifest_list_round_trip() -> None:
     metas = [
         ManifestFileMeta("manifest-1", 2048, 3, 1, SimpleStats(str_row("a"), str_row("b"), (0,)),

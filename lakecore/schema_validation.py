@@ -1,0 +1,197 @@
+"""Validation of a user's ``Schema`` before a table is created.
+
+Everything that can be checked without I/O is checked here, so a bad definition fails before any
+file is written, with an error that names the column or option key. The rules follow Paimon's
+``Schema`` normalisation and ``SchemaValidation``; where Paimon silently fixes or ignores a
+mistake (a nullable primary-key column, dynamic buckets lakecore cannot write) lakecore refuses
+it and says what to change.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from lakecore.errors import OptionError, SchemaError
+from lakecore.options import AggregateFunction, CoreOptions
+from lakecore.options_registry import (
+    BUCKET,
+    BUCKET_KEY,
+    FIELD_AGGREGATE_FUNCTION,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    PARTITION_TIMESTAMP_PATTERN,
+    PATH,
+    ROWKIND_FIELD,
+    SEQUENCE_FIELD,
+)
+from lakecore.types import DataField, DataType, TypeRoot
+
+if TYPE_CHECKING:
+    from lakecore.schema import Schema
+
+# Paimon's reserved column names (SpecialFields): the LSM system columns and the audit column.
+SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
+KEY_FIELD_PREFIX = "_KEY_"
+
+_NUMERIC = frozenset(
+    {
+        TypeRoot.TINYINT,
+        TypeRoot.SMALLINT,
+        TypeRoot.INT,
+        TypeRoot.BIGINT,
+        TypeRoot.FLOAT,
+        TypeRoot.DOUBLE,
+        TypeRoot.DECIMAL,
+    }
+)
+_PATTERN_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def validate_schema(schema: Schema) -> None:
+    """Everything checkable before a table exists, each error naming the column or key."""
+    names = schema.field_names
+    if not names:
+        raise SchemaError("a table needs at least one column")
+    _check_unique("column", names)
+    for name in names:
+        if name in SYSTEM_FIELD_NAMES or name.startswith(KEY_FIELD_PREFIX):
+            raise SchemaError(
+                f"column name {name!r} is reserved by Paimon (system columns are "
+                f"{sorted(SYSTEM_FIELD_NAMES)} and names starting with {KEY_FIELD_PREFIX!r})"
+            )
+    by_name = {f.name: f for f in schema.fields}
+    _check_keys("partition key", schema.partition_keys, by_name)
+    _check_keys("primary key", schema.primary_keys, by_name)
+    for key in schema.primary_keys:
+        column_type = by_name[key].type
+        if column_type.nullable:
+            raise SchemaError(
+                f"primary-key column {key!r} is nullable; primary-key columns must be NOT NULL: "
+                f"declare it as pa.field({key!r}, ..., nullable=False)"
+            )
+    if schema.primary_keys and set(schema.primary_keys) <= set(schema.partition_keys):
+        raise SchemaError(
+            f"primary key {list(schema.primary_keys)} must not consist of partition keys only "
+            f"({list(schema.partition_keys)}): each partition would hold a single row"
+        )
+    if PATH.key in schema.options:
+        raise OptionError(PATH.key, "is set by the catalog, not in the table's options")
+    options = CoreOptions.from_map(
+        schema.options, primary_keys=schema.primary_keys, column_names=names
+    )
+    _check_bucket(schema, options, by_name)
+    _check_merge_columns(schema, options, by_name)
+    _check_partition_pattern(schema, options)
+
+
+def _check_unique(what: str, names: Sequence[str]) -> None:
+    repeated = sorted({n for n in names if list(names).count(n) > 1})
+    if repeated:
+        raise SchemaError(f"duplicate {what} name(s): {repeated}")
+
+
+def _check_keys(what: str, keys: Sequence[str], by_name: Mapping[str, DataField]) -> None:
+    _check_unique(what, keys)
+    for key in keys:
+        if key not in by_name:
+            raise SchemaError(f"{what} {key!r} is not a column (columns: {list(by_name)})")
+        if by_name[key].type.is_nested:
+            raise SchemaError(
+                f"{what} {key!r} has nested type {by_name[key].type}; "
+                f"{what} columns must be of an atomic type"
+            )
+
+
+def _check_bucket(schema: Schema, options: CoreOptions, by_name: Mapping[str, DataField]) -> None:
+    bucket = options.bucket
+    if schema.primary_keys:
+        if not options.contains(BUCKET):
+            raise OptionError(
+                BUCKET.key,
+                "a primary-key table needs a fixed number of buckets, e.g. 'bucket': '4'; "
+                "Paimon's default (-1, dynamic bucket mode) is not supported by lakecore",
+            )
+        if bucket < 1:
+            mode = "dynamic" if bucket == -1 else "postpone"
+            raise OptionError(
+                BUCKET.key,
+                f"{bucket} ({mode} bucket mode) is not supported for primary-key tables; "
+                "set a fixed number of buckets >= 1",
+            )
+    elif bucket == -2:
+        raise OptionError(BUCKET.key, "-2 (postpone bucket mode) needs a primary key")
+    elif bucket >= 1 and not options.bucket_key:
+        raise OptionError(
+            BUCKET_KEY.key,
+            f"an append table with bucket = {bucket} needs 'bucket-key' (the columns to hash)",
+        )
+    for key in options.bucket_key:
+        if key in schema.partition_keys:
+            raise OptionError(BUCKET_KEY.key, f"{key!r} is a partition key; bucket keys cannot be")
+        if key in by_name and by_name[key].type.is_nested:
+            raise OptionError(BUCKET_KEY.key, f"{key!r} has nested type {by_name[key].type}")
+
+
+def _check_merge_columns(
+    schema: Schema, options: CoreOptions, by_name: Mapping[str, DataField]
+) -> None:
+    """Rules that need column types or partition keys, beyond ``options_checks``."""
+    if options.sequence_field:
+        if not set(schema.partition_keys) <= set(schema.primary_keys):
+            raise OptionError(
+                SEQUENCE_FIELD.key,
+                f"cannot be used when the primary key {list(schema.primary_keys)} does not "
+                f"contain every partition key {list(schema.partition_keys)}",
+            )
+        for name in options.sequence_field:
+            if by_name[name].type.is_nested:
+                raise OptionError(SEQUENCE_FIELD.key, f"{name!r} has a nested type")
+    rowkind = options.rowkind_field
+    if rowkind is not None and not by_name[rowkind].type.is_string:
+        raise OptionError(
+            ROWKIND_FIELD.key,
+            f"column {rowkind!r} is {by_name[rowkind].type}; it must be a string column",
+        )
+    for name, column in by_name.items():
+        function = options.field_aggregate_function(name)
+        if function is None:
+            continue
+        problem = _aggregate_type_problem(function, column.type)
+        if problem is not None:
+            own = options.field_settings(FIELD_AGGREGATE_FUNCTION).get(name) is not None
+            key = FIELD_AGGREGATE_FUNCTION.for_field(name) if own else (
+                FIELDS_DEFAULT_AGGREGATE_FUNCTION.key
+            )
+            raise OptionError(key, f"{function} on {name!r} ({column.type}): {problem}")
+
+
+def _aggregate_type_problem(function: AggregateFunction, data_type: DataType) -> str | None:
+    """Paimon's type rule for each aggregate function (FieldAggregatorFactory.create)."""
+    root = data_type.root
+    if function in (AggregateFunction.SUM, AggregateFunction.PRODUCT) and root not in _NUMERIC:
+        return "needs a numeric column"
+    if function in (AggregateFunction.MIN, AggregateFunction.MAX) and data_type.is_nested:
+        return "needs a comparable (atomic) column"
+    if function in (AggregateFunction.BOOL_AND, AggregateFunction.BOOL_OR) and (
+        root is not TypeRoot.BOOLEAN
+    ):
+        return "needs a BOOLEAN column"
+    if function is AggregateFunction.LISTAGG and root is not TypeRoot.VARCHAR:
+        return "needs a VARCHAR/STRING column"
+    return None
+
+
+def _check_partition_pattern(schema: Schema, options: CoreOptions) -> None:
+    pattern = options.partition_timestamp_pattern
+    if pattern is None:
+        return
+    if not schema.partition_keys:
+        raise OptionError(PARTITION_TIMESTAMP_PATTERN.key, "needs a partitioned table")
+    unknown = [n for n in _PATTERN_REF.findall(pattern) if n not in schema.partition_keys]
+    if unknown:
+        raise OptionError(
+            PARTITION_TIMESTAMP_PATTERN.key,
+            f"refers to {['$' + n for n in unknown]}, which are not partition keys "
+            f"{list(schema.partition_keys)}",
+        )
