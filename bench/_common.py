@@ -21,6 +21,7 @@ import pyarrow.ipc
 
 SEED = 20240601
 RESULT_MARKER = "@@RESULT "
+Result = dict[str, Any]
 SCHEMA = pa.schema(
     [
         pa.field("id", pa.int64(), nullable=False),
@@ -159,7 +160,54 @@ def parse_result(stdout: str) -> dict[str, Any]:
 
 # --- reporting (main venv only, but free of lakecore imports) ---------------------------------
 
+TARGETS = {"write": 0.4, "upsert": 0.4, "read": 0.35}  # ratios to raw pyarrow (zstd)
+BIG_RSS_LIMIT_MIB = 1.5 * 1024
 COLUMNS = ("phase", "system", "rows", "seconds", "rows/s", "ratio", "target", "result", "peak RSS")
+
+
+def row(phase: str, system: str, rows: int, seconds: float, base_rate: float | None,
+        target: float | None = None, rss: float | None = None) -> Result:
+    rate = rows / seconds
+    ratio = None if base_rate is None else rate / base_rate
+    result = None if target is None or ratio is None else ("PASS" if ratio >= target else "MISS")
+    return {"phase": phase, "system": system, "rows": rows, "seconds": seconds,
+            "rows_per_s": rate, "ratio": ratio, "target": f">= {target}x" if target else None,
+            "result": result, "peak_rss_mib": rss}
+
+
+def build_rows(main: Result | None, paimon: Result | None, big: Result | None,
+               paimon_label: str) -> list[Result]:
+    """The report's rows from the children's results (None: that child was skipped/failed)."""
+    rows: list[Result] = []
+    w_rate = r_rate = None
+    lake = None
+    if main is not None:
+        n = main["rows"]
+        w_rate = n / main["raw-write-zstd"]["seconds"]
+        r_rate = n / main["raw-read-zstd"]["seconds"]
+        for codec in ("zstd", "snappy"):
+            for phase, base_rate in (("write", w_rate), ("read", r_rate)):
+                res = main[f"raw-{phase}-{codec}"]
+                rows.append(row(phase, f"pyarrow ({codec})", n, res["seconds"], base_rate,
+                                rss=res["peak_rss_mib"]))
+        lake = main if "read" in main else None
+    for system, res, targets in (("lakecore", lake, TARGETS), (paimon_label, paimon, {})):
+        if res is None:
+            continue
+        for phase, n, base_rate in (("write", res["rows"], w_rate),
+                                    ("upsert", res["upsert_rows"], w_rate),
+                                    ("read", res["rows"], r_rate)):
+            label = "read (merged)" if phase == "read" else phase
+            rows.append(row(label, system, n, res[phase]["seconds"], base_rate,
+                            targets.get(phase), res[phase]["peak_rss_mib"]))
+    if big is not None:
+        label = f"write {big['rows'] / 1e6:g}M"
+        big_row = row(label, "lakecore", big["rows"], big["seconds"], w_rate,
+                      rss=big["peak_rss_mib"])
+        ok = big["peak_rss_mib"] < BIG_RSS_LIMIT_MIB
+        big_row.update(target="RSS < 1.5 GiB", result="PASS" if ok else "MISS")
+        rows.append(big_row)
+    return rows
 
 
 def _cells(row: dict[str, Any]) -> list[str]:

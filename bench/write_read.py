@@ -1,15 +1,16 @@
 """Write/upsert/merged-read throughput of a PK table: lakecore vs raw pyarrow vs pypaimon.
 
-One run measures, each system in its own child process (so peak RSS is its own):
+One run measures, each system in a child process (peak RSS: VmHWM, reset before each phase):
 
-* raw pyarrow: ``pq.write_table`` of all base rows to one Parquet file and ``pq.read_table``
-  back, best of 3, with zstd (lakecore's default ``file.compression``; the ratio baseline) and
-  snappy (pyarrow's default; for information);
-* lakecore: ``--commits`` commits of shuffled keys, one upsert commit of ``--upsert`` existing
-  keys, then the merged read of the overlapping runs (best of ``--repeat``; checked row by row);
-* pypaimon 2.1 the same, in ``.venv-paimon`` (``paimon_write_read.py``), if that venv exists;
+* raw pyarrow and lakecore, interleaved in ``--rounds`` rounds (best round per phase):
+  ``pq.write_table`` of all base rows to one Parquet file and ``pq.read_table`` back, with zstd
+  (lakecore's default ``file.compression``; the ratio baseline) and snappy (pyarrow's default,
+  for information); then lakecore on a fresh 1-bucket PK table: ``--commits`` commits of
+  shuffled keys, one commit upserting ``--upsert`` existing keys, and the merged read of the
+  overlapping runs (checked row by row against the expected rows in round 1);
+* pypaimon 2.1 the same once, in ``.venv-paimon`` (``paimon_write_read.py``), if present;
 * lakecore writing 10M rows (10 ``write_arrow`` calls of 1M, one commit, default
-  ``write-buffer-size``): its peak RSS (target < 1.5 GiB).
+  ``write-buffer-size``): peak RSS (target < 1.5 GiB).
 
 Prints a table, writes ``bench/out/write_read.json`` and the ``## write_read`` section of
 ``bench/RESULTS.md``. Usage: ``.venv/bin/python bench/write_read.py [--skip-10m] [--skip-paimon]``.
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
@@ -39,7 +41,8 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
     SCHEMA,
-    best_of,
+    TARGETS,
+    build_rows,
     check_merged,
     commit_slices,
     emit,
@@ -58,16 +61,15 @@ from _common import (  # noqa: E402
 
 PAIMON_PYTHON = os.path.join(os.path.dirname(BENCH), ".venv-paimon", "bin", "python")
 OUT_DIR = os.path.join(BENCH, "out")
-TARGETS = {"write": 0.4, "upsert": 0.4, "read": 0.35}
-BIG_RSS_LIMIT_MIB = 1.5 * 1024
 Result = dict[str, Any]
 
 
 # --- children ------------------------------------------------------------------------------
 
 
-def _phase(out: Result, name: str, fn: Callable[[], Any], profile: str | None) -> Any:
-    """Run one phase; record its seconds and its own peak RSS (VmHWM reset before it)."""
+def _phase(out: Result, name: str, fn: Callable[[], Any], profile: str | None = None) -> Any:
+    """Run one phase; record its seconds (best over calls) and its own peak RSS (VmHWM reset
+    before it; the max over calls)."""
     reset_peak_rss()
     profiler = cProfile.Profile() if profile == name else None
     start = time.perf_counter()
@@ -79,32 +81,22 @@ def _phase(out: Result, name: str, fn: Callable[[], Any], profile: str | None) -
         text = io.StringIO()
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(15)
         out["profile"] = text.getvalue()
-    out[name] = {"seconds": time.perf_counter() - start, "peak_rss_mib": peak_rss_mib()}
+    seconds = time.perf_counter() - start
+    entry = out.setdefault(name, {"runs": [], "peak_rss_mib": 0.0})
+    entry["runs"].append(seconds)
+    entry["seconds"] = min(entry["runs"])
+    entry["peak_rss_mib"] = max(entry["peak_rss_mib"], peak_rss_mib())
     return value
 
 
-def child_raw(args: argparse.Namespace) -> Result:
-    base = read_ipc(os.path.join(args.data, "base.arrow"))
-    path = os.path.join(args.data, "raw.parquet")
-    out: Result = {"rows": base.num_rows}
-    for codec in ("zstd", "snappy"):
-        reset_peak_rss()
-        w_best, w_runs, _ = best_of(3, lambda c=codec: pq.write_table(base, path, compression=c))
-        r_best, r_runs, back = best_of(3, lambda: pq.read_table(path))
-        assert back.num_rows == base.num_rows
-        out[codec] = {"write_s": w_best, "write_runs": w_runs, "read_s": r_best,
-                      "read_runs": r_runs, "file_mib": os.path.getsize(path) / 2**20,
-                      "peak_rss_mib": peak_rss_mib()}
-    return out
-
-
-def _lakecore_table(warehouse: str, options: dict[str, str]) -> Any:
+def _lakecore_table(warehouse: str, name: str = "db.t") -> Any:
+    """Create a 1-bucket PK table (other options default); return its catalog."""
     from lakecore import CatalogFactory, Schema
 
     catalog = CatalogFactory.create({"warehouse": warehouse})
     catalog.create_database("db", ignore_if_exists=True)
-    schema = Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options=options)
-    catalog.create_table("db.t", schema)
+    schema = Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    catalog.create_table(name, schema)
     return catalog
 
 
@@ -119,39 +111,63 @@ def _commit(table: Any, parts: list[pa.Table]) -> None:
         write.close()
 
 
-def child_lakecore(args: argparse.Namespace) -> Result:
+def _raw_phases(out: Result, base: pa.Table, path: str) -> None:
+    for codec in ("zstd", "snappy"):
+        _phase(out, f"raw-write-{codec}", lambda c=codec: pq.write_table(base, path, compression=c))
+        back = _phase(out, f"raw-read-{codec}", lambda: pq.read_table(path))
+        assert back.num_rows == base.num_rows
+
+
+def child_main(args: argparse.Namespace) -> Result:
+    """Rounds of: raw pyarrow write+read (zstd, snappy), lakecore write, upsert, merged read.
+
+    Interleaving the baseline with lakecore keeps the ratios fair on a machine whose load
+    changes; each phase reports its best round. A lakecore error ends the lakecore phases only.
+    """
     base = read_ipc(os.path.join(args.data, "base.arrow"))
     upsert = read_ipc(os.path.join(args.data, "upsert.arrow"))
-    catalog = _lakecore_table(args.warehouse, {"bucket": "1"})
-    table = catalog.get_table("db.t")
-    warm = _lakecore_table(os.path.join(args.warehouse, "warmup"), {"bucket": "1"})
-    for part in (base.slice(0, 1000), upsert.slice(0, 100)):  # pay one-time imports here
-        _commit(warm.get_table("db.t"), [part])
-    builder = warm.get_table("db.t").new_read_builder()
-    builder.new_read().to_arrow(builder.new_scan().plan().splits())
-    out: Result = {"version": version("lakecore"), "rows": base.num_rows,
-                   "upsert_rows": upsert.num_rows, "commits": args.commits}
+    out: Result = {"rows": base.num_rows, "upsert_rows": upsert.num_rows, "commits": args.commits}
+    _raw_phases({}, base.slice(0, 1000), os.path.join(args.warehouse, "raw.parquet"))  # warm-up
+    try:
+        catalog = _lakecore_table(args.warehouse, "db.warmup")
+        for part in (base.slice(0, 1000), upsert.slice(0, 100)):  # pay one-time imports here
+            _commit(catalog.get_table("db.warmup"), [part])
+        builder = catalog.get_table("db.warmup").new_read_builder()
+        builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        out["version"] = version("lakecore")
+    except Exception:
+        out["error"] = traceback.format_exc()
+    for round_ in range(1 if args.profile else args.rounds):
+        _raw_phases(out, base, os.path.join(args.warehouse, "raw.parquet"))
+        if "error" in out:
+            continue
+        name = f"db.t{round_}"
+        try:
+            _lakecore_table(args.warehouse, name)
+            table = catalog.get_table(name)
 
-    def write_all() -> None:
-        for part in commit_slices(base, args.commits):
-            _commit(table, [part])
+            def write_all(table: Any = table) -> None:
+                for part in commit_slices(base, args.commits):
+                    _commit(table, [part])
 
-    def read() -> pa.Table:
-        builder = catalog.get_table("db.t").new_read_builder()
-        return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+            def read(name: str = name) -> pa.Table:
+                builder = catalog.get_table(name).new_read_builder()
+                return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
-    _phase(out, "write", write_all, args.profile)
-    _phase(out, "upsert", lambda: _commit(table, [upsert]), args.profile)
-    repeat = 1 if args.profile == "read" else args.repeat
-    best, runs, merged = _phase(out, "read", lambda: best_of(repeat, read), args.profile)
-    out["read"].update(seconds=best, runs=runs)
-    out["check"] = check_merged(merged, base, upsert)
+            _phase(out, "write", write_all, args.profile)
+            _phase(out, "upsert", lambda table=table: _commit(table, [upsert]), args.profile)
+            merged = _phase(out, "read", read, args.profile)
+            if round_ == 0:
+                out["check"] = check_merged(merged, base, upsert)
+            del merged
+        except Exception:
+            out["error"] = traceback.format_exc()
     return out
 
 
 def child_big(args: argparse.Namespace) -> Result:
     """``--big-rows`` rows in 10 write_arrow calls and one commit; input made chunk by chunk."""
-    table = _lakecore_table(args.warehouse, {"bucket": "1"}).get_table("db.t")
+    table = _lakecore_table(args.warehouse).get_table("db.t")
     chunk = args.big_rows // 10
     builder = table.new_batch_write_builder()
     write = builder.new_write()
@@ -172,7 +188,7 @@ def child_big(args: argparse.Namespace) -> Result:
             "peak_rss_mib": peak_rss_mib()}
 
 
-CHILDREN = {"raw": child_raw, "lakecore": child_lakecore, "big": child_big}
+CHILDREN = {"main": child_main, "big": child_big}
 
 
 # --- parent --------------------------------------------------------------------------------
@@ -190,49 +206,9 @@ def spawn(command: list[str], label: str) -> Result | None:
 def run_child(kind: str, args: argparse.Namespace, workdir: str, *extra: str) -> Result | None:
     warehouse = tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir)
     command = [sys.executable, os.path.abspath(__file__), "--child", kind, "--data", workdir,
-               "--warehouse", warehouse, "--commits", str(args.commits), "--repeat",
-               str(args.repeat), "--big-rows", str(args.big_rows), *extra]
+               "--warehouse", warehouse, "--commits", str(args.commits), "--rounds",
+               str(args.rounds), "--big-rows", str(args.big_rows), *extra]
     return spawn(command, kind)
-
-
-def row(phase: str, system: str, rows: int, seconds: float, base_rate: float | None,
-        target: float | None = None, rss: float | None = None) -> Result:
-    rate = rows / seconds
-    ratio = None if base_rate is None else rate / base_rate
-    result = None if target is None or ratio is None else ("PASS" if ratio >= target else "MISS")
-    return {"phase": phase, "system": system, "rows": rows, "seconds": seconds,
-            "rows_per_s": rate, "ratio": ratio, "target": f">= {target}x" if target else None,
-            "result": result, "peak_rss_mib": rss}
-
-
-def build_rows(raw: Result | None, lake: Result | None, paimon: Result | None,
-               big: Result | None, paimon_note: str) -> list[Result]:
-    rows: list[Result] = []
-    w_rate = r_rate = None
-    if raw is not None:
-        n = raw["rows"]
-        w_rate, r_rate = n / raw["zstd"]["write_s"], n / raw["zstd"]["read_s"]
-        for codec in ("zstd", "snappy"):
-            c = raw[codec]
-            rows.append(row("write", f"pyarrow ({codec})", n, c["write_s"], w_rate,
-                            rss=c["peak_rss_mib"]))
-            rows.append(row("read", f"pyarrow ({codec})", n, c["read_s"], r_rate))
-    for system, res, targets in (("lakecore", lake, TARGETS), (paimon_note, paimon, {})):
-        if res is None:
-            continue
-        for phase, n, base_rate in (("write", res["rows"], w_rate),
-                                    ("upsert", res["upsert_rows"], w_rate),
-                                    ("read", res["rows"], r_rate)):
-            label = "read (merged)" if phase == "read" else phase
-            rows.append(row(label, system, n, res[phase]["seconds"], base_rate,
-                            targets.get(phase), res[phase]["peak_rss_mib"]))
-    if big is not None:
-        big_row = row("write 10M", "lakecore", big["rows"], big["seconds"], w_rate,
-                      rss=big["peak_rss_mib"])
-        ok = big["peak_rss_mib"] < BIG_RSS_LIMIT_MIB
-        big_row.update(target="RSS < 1.5 GiB", result="PASS" if ok else "MISS")
-        rows.append(big_row)
-    return rows
 
 
 def parse_args() -> argparse.Namespace:
@@ -240,14 +216,16 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--rows", type=int, default=1_000_000, help="base rows (default 1M)")
     p.add_argument("--commits", type=int, default=10, help="commits for the base rows")
     p.add_argument("--upsert", type=int, default=200_000, help="existing keys upserted")
-    p.add_argument("--repeat", type=int, default=3, help="merged reads; the best is reported")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="lakecore write+upsert+read rounds (fresh table each); best per phase")
     p.add_argument("--big-rows", type=int, default=10_000_000, help="rows of the memory run")
     p.add_argument("--paimon-rows", type=int, default=0, help="pypaimon base rows (0 = --rows)")
     p.add_argument("--paimon-repeat", type=int, default=1, help="pypaimon merged reads")
     p.add_argument("--skip-10m", action="store_true", help="skip the 10M-row memory run")
     p.add_argument("--skip-paimon", action="store_true", help="skip pypaimon")
-    p.add_argument("--profile", choices=("write", "upsert", "read"),
-                   help="also profile this lakecore phase in an extra (untimed) run")
+    p.add_argument("--profile", choices=("write", "upsert", "read", "auto"),
+                   help="also profile this lakecore phase (auto: the worst against its target) "
+                   "in an extra, untimed run")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     p.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
     p.add_argument("--data", help=argparse.SUPPRESS)
@@ -267,14 +245,15 @@ def main() -> int:
     for name, tbl in (("base", base), ("upsert", upsert)):
         write_ipc(os.path.join(workdir, f"{name}.arrow"), tbl)
     del base, upsert
-    profile_args = () if args.profile is None else ("--profile", args.profile)
-    raw = run_child("raw", args, workdir)
-    lake = run_child("lakecore", args, workdir)
-    paimon, paimon_note = None, "pypaimon"
+    profile_args = () if args.profile in (None, "auto") else ("--profile", args.profile)
+    lake = run_child("main", args, workdir)
+    if lake is not None and "error" in lake:
+        print(f"lakecore FAILED:\n{lake['error']}", file=sys.stderr)
+    paimon, paimon_note, skipped = None, "pypaimon", ""
     if args.skip_paimon:
-        print("pypaimon skipped (--skip-paimon)", file=sys.stderr)
+        skipped = "pypaimon skipped (--skip-paimon)"
     elif not os.path.exists(PAIMON_PYTHON):
-        print(f"pypaimon skipped: no venv at {PAIMON_PYTHON}", file=sys.stderr)
+        skipped = f"pypaimon skipped: no venv at {PAIMON_PYTHON}"
     else:
         paimon_rows = args.paimon_rows or args.rows
         if paimon_rows < args.rows:
@@ -284,28 +263,37 @@ def main() -> int:
                         "--rows", str(paimon_rows), "--commits", str(args.commits),
                         "--repeat", str(args.paimon_repeat)], "pypaimon")
     big = None if args.skip_10m else run_child("big", args, workdir)
-    profiled = run_child("lakecore", args, workdir, *profile_args) if args.profile else None
+    if args.profile == "auto" and lake is not None and "read" in lake:
+        worst = min(TARGETS, key=lambda p: next(
+            r["ratio"] / TARGETS[p] for r in build_rows(lake, None, None, "")
+            if r["system"] == "lakecore" and r["phase"].startswith(p)))
+        profile_args = ("--profile", worst)
+    profiled = run_child("main", args, workdir, *profile_args) if profile_args else None
 
-    rows = build_rows(raw, lake, paimon, big, paimon_note)
-    machine["lakecore"] = version("lakecore")
+    rows = build_rows(lake, paimon, big, paimon_note)
+    machine["lakecore"] = (lake or {}).get("version", "?")
     if paimon is not None:
         machine.update(pypaimon=paimon["version"], pypaimon_pyarrow=paimon["pyarrow"])
     notes = [
         f"{args.rows:,} base rows in {args.commits} commits (keys shuffled), "
         f"{args.upsert:,} existing keys upserted in one commit; 1 bucket.",
-        "Ratios: rows/s over raw pyarrow zstd (lakecore's default codec) write/read rate; "
-        f"reads best of: raw 3, lakecore {args.repeat}, pypaimon {args.paimon_repeat}.",
+        "Ratios: rows/s over raw pyarrow zstd (lakecore's default codec) write/read rate. "
+        f"Raw pyarrow and lakecore: best of {args.rounds} interleaved rounds (fresh table each); "
+        f"pypaimon: one write+upsert, best of {args.paimon_repeat} read(s).",
         "Peak RSS: the phase's own VmHWM (reset before it) in that system's child process, "
-        "input data included. lakecore and pypaimon first write, upsert and read a "
-        "1,000-row warm-up table (one-time imports are not timed).",
+        "input data included. Every system first writes (and reads) 1,000 warm-up rows, "
+        "so one-time imports are not timed.",
         f"1-min load average: {machine['loadavg_start']:.1f} at start, "
         f"{os.getloadavg()[0]:.1f} at end (other work on the machine skews timings).",
     ]
     for name, res in (("lakecore", lake), ("pypaimon", paimon)):
-        if res is not None:
+        if res is not None and "check" in res:
             notes.append(f"{name} merged read check: {res['check']}")
-    failed = [n for n, r in (("raw", raw), ("lakecore", lake), ("big", big)) if r is None
-              and not (n == "big" and args.skip_10m)]
+    notes += [skipped] if skipped else []
+    lake_ok = None if lake is None or "error" in lake else lake
+    ran = (("lakecore", lake_ok, True), ("pypaimon", paimon, not skipped),
+           ("big", big, not args.skip_10m))
+    failed = [name for name, res, tried in ran if tried and res is None]
     if failed:
         notes.append(f"FAILED: {', '.join(failed)} (see stderr)")
     header = (f"{machine['date']} — {machine['nproc']} CPUs, {machine['cpu']}, Python "
@@ -316,11 +304,11 @@ def main() -> int:
     print("\n".join(notes))
     with open(os.path.join(OUT_DIR, "write_read.json"), "w") as out:
         json.dump({"machine": machine, "args": vars(args), "rows": rows, "notes": notes,
-                   "raw": raw, "lakecore": lake, "pypaimon": paimon, "big": big}, out, indent=2)
+                   "main": lake, "pypaimon": paimon, "big": big}, out, indent=2)
     body = "\n".join([header, "", markdown_table(rows), "", *(f"- {n}" for n in notes)])
     replace_section(os.path.join(BENCH, "RESULTS.md"), "## write_read", body)
     if profiled is not None:
-        print(f"\nprofile of lakecore {args.profile} (extra run, cProfile):")
+        print(f"\nprofile of lakecore {profile_args[1]} (extra run, cProfile, top 15 cumulative):")
         print(profiled.get("profile", "(none)"))
     if not args.keep:
         shutil.rmtree(workdir, ignore_errors=True)

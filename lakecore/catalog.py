@@ -15,8 +15,9 @@ from lakecore.errors import (
     TableNotExistError,
 )
 from lakecore.fileio import FileIO
+from lakecore.lock import CatalogLock, lock_from_options
 from lakecore.schema import Schema, TableSchema
-from lakecore.table import CatalogLockLike, FileStoreTable
+from lakecore.table import FileStoreTable
 
 DB_SUFFIX = ".db"
 _SCHEMA_FILE = re.compile(r"^schema-(\d+)$")
@@ -36,13 +37,25 @@ def _split_identifier(identifier: str) -> tuple[str, str]:
 
 
 class FileSystemCatalog:
-    def __init__(self, options: Mapping[str, str], lock: CatalogLockLike | None = None) -> None:
+    """Tables under a warehouse. Its catalog lock comes from the ``lock.*`` options
+    (``lakecore.lock.lock_from_options``) unless one is passed in."""
+
+    def __init__(self, options: Mapping[str, str], lock: CatalogLock | None = None) -> None:
         if "warehouse" not in options:
             raise CatalogError("catalog option 'warehouse' is required")
         self.options = dict(options)
         self.file_io, self.warehouse = FileIO.for_uri(str(options["warehouse"]))
         self.warehouse = self.warehouse.rstrip("/")
-        self.lock = lock
+        self.lock: CatalogLock = (
+            lock if lock is not None
+            else lock_from_options(self.options, warehouse_is_local=self.file_io.is_local)
+        )
+
+    def close(self) -> None:
+        """Release the lock's database connections (if it has any)."""
+        close = getattr(self.lock, "close", None)
+        if close is not None:
+            close()
 
     # -- databases -----------------------------------------------------------------------
     def database_path(self, name: str) -> str:

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 
 class LakecoreError(Exception):
     """Base of every lakecore error."""
@@ -91,3 +93,58 @@ class CommitTimeoutError(CommitError):
 
 class MergeError(LakecoreValidationError):
     """A merge engine was given records it cannot merge (e.g. a delete for partial-update)."""
+
+
+class CatalogLockError(LakecoreError):
+    """The catalog lock could not be taken or used (not a commit conflict)."""
+
+
+class CatalogLockTimeoutError(CatalogLockError):
+    """``lock-acquire-timeout`` ran out while another owner held the lock.
+
+    ``holder`` and ``since`` (UTC) name the owner seen last, or are None if the row vanished
+    between the last attempt and the message. Nothing was published: retrying is safe.
+    """
+
+    def __init__(self, lock_id: str, waited_seconds: float, holder: str | None,
+                 since: datetime | None, expires: datetime | None) -> None:
+        if holder is None:
+            who = "its holder released it just as the wait ran out"
+        else:
+            when = since.isoformat(timespec="seconds") if since else "an unknown time"
+            until = f", stale after {expires.isoformat(timespec='seconds')}" if expires else ""
+            who = f"held by {holder!r} since {when}{until}"
+        super().__init__(
+            f"could not acquire catalog lock {lock_id!r} within {waited_seconds:.1f} s: {who}"
+        )
+        self.lock_id = lock_id
+        self.waited_seconds = waited_seconds
+        self.holder = holder
+        self.since = since
+        self.expires = expires
+
+
+class PartitionExpiredError(LakecoreValidationError):
+    """A write targets a partition that partition expiry removed (or whose time is past the
+    ``partition.expiration-time`` cut-off). ``partitions`` lists them as ``{key: value}``."""
+
+    def __init__(self, message: str, partitions: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.partitions = partitions
+
+
+class TagNotExistError(LakecoreValidationError):
+    pass
+
+
+class TagAlreadyExistError(LakecoreValidationError):
+    pass
+
+
+class MaintenanceError(LakecoreValidationError):
+    """A maintenance request that would be unsafe or cannot apply to this table (e.g. an
+    orphan-file cut-off in the future, a rollback target that does not exist)."""
+
+
+class UnsupportedFeatureError(LakecoreValidationError):
+    """The table uses a Paimon feature lakecore does not implement (named in the message)."""

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from lakecore.format.partition_string import partition_value_string
 from lakecore.manifest_io import merge_entries
-from lakecore.paths import partition_value_string
 from lakecore.table import FileStoreTable
 
 

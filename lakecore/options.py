@@ -300,6 +300,7 @@ class CoreOptions:
     partition_timestamp_formatter = _Optional(reg.PARTITION_TIMESTAMP_FORMATTER)
     partition_timestamp_pattern = _Optional(reg.PARTITION_TIMESTAMP_PATTERN)
     partition_default_name = _Value(reg.PARTITION_DEFAULT_NAME)
+    partition_legacy_name = _Value(reg.PARTITION_LEGACY_NAME)
 
     @property
     def changelog_num_retained_min(self) -> int:

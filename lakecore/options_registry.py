@@ -446,6 +446,11 @@ PARTITION_DEFAULT_NAME = _opt(
     "partition.default-name", parse_non_blank, "__DEFAULT_PARTITION__",
     "Directory value written for a null partition value.",
 )
+PARTITION_LEGACY_NAME = _opt(
+    "partition.legacy-name", parse_bool, True,
+    "Partition directory names use Java's toString of the value (dates as epoch days, "
+    "timestamps as LocalDateTime.toString); false uses the SQL string cast.",
+)
 
 # --- reading --------------------------------------------------------------------------------
 SCAN_SNAPSHOT_ID = _opt(

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import itertools
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from lakecore.errors import PartitionValueError
-from lakecore.types import DataType, TypeRoot
+from lakecore.format.partition_string import partition_value_string
+from lakecore.types import DataType
 
 SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"
@@ -26,27 +26,6 @@ def escape_path_name(value: str) -> str:
     return "".join(
         f"%{ord(c):02X}" if ord(c) < 32 or ord(c) == 127 or c in _ESCAPE else c for c in value
     )
-
-
-def partition_value_string(value: Any, data_type: DataType) -> str | None:
-    """The text Paimon puts in a partition directory name; None for null/blank values."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, dt.datetime):
-        text = value.isoformat(sep=" ")
-    elif isinstance(value, (dt.date, dt.time)):
-        text = value.isoformat()
-    elif isinstance(value, bytes):
-        text = value.decode("utf-8", errors="replace")
-    elif data_type.root in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
-        text = repr(float(value))
-    else:
-        text = str(value)
-    if not text.strip():
-        return None
-    return text
 
 
 def check_partition_value(name: str, text: str) -> None:
@@ -71,12 +50,14 @@ class PathFactory:
         partition_types: Sequence[DataType] = (),
         default_partition_name: str = DEFAULT_PARTITION_NAME,
         file_format: str = "parquet",
+        legacy_partition_name: bool = True,
     ) -> None:
         self.table_path = table_path.rstrip("/")
         self.partition_keys = list(partition_keys)
         self.partition_types = list(partition_types)
         self.default_partition_name = default_partition_name
         self.file_format = file_format
+        self.legacy_partition_name = legacy_partition_name
         self._uuid = uuid.uuid4()
         self._counter = itertools.count()
 
@@ -128,7 +109,7 @@ class PathFactory:
         """``k1=v1/k2=v2`` for a partition (empty for an unpartitioned table)."""
         parts = []
         for name, t, v in zip(self.partition_keys, self.partition_types, values, strict=True):
-            text = partition_value_string(v, t)
+            text = partition_value_string(v, t, self.legacy_partition_name)
             if text is None:
                 text = self.default_partition_name
             else:

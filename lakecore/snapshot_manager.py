@@ -9,6 +9,7 @@ from lakecore.errors import CorruptFileError, SnapshotNotExistError
 from lakecore.fileio import FileIO
 from lakecore.format.snapshot import Snapshot
 from lakecore.paths import PathFactory
+from lakecore.testing.faults import CrashStep, maybe_crash
 
 _SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
 
@@ -97,6 +98,7 @@ class SnapshotManager:
             self.paths.snapshot_path(snapshot.id), snapshot.to_json().encode("utf-8")
         )
         if created:
+            maybe_crash(CrashStep.AFTER_SNAPSHOT_BEFORE_HINT)
             self.commit_latest_hint(snapshot.id)
             if snapshot.id == 1 or not self.file_io.exists(self.paths.earliest_hint):
                 self.commit_earliest_hint(self.earliest_id() or snapshot.id)

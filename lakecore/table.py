@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from lakecore.fileio import FileIO
+from lakecore.lock.base import CatalogLock
 from lakecore.manifest_io import ManifestIO, PartitionCodec
 from lakecore.options import CoreOptions
 from lakecore.paths import PathFactory
@@ -20,11 +21,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class CatalogLockLike:
-    """What the commit path needs from a catalog lock (see the lock issue)."""
-
-    def run_with_lock(self, database: str, table: str, fn: Callable[[], T]) -> T:
-        return fn()
+CatalogLockLike = CatalogLock  # the name this module used before lakecore.lock existed
 
 
 class FileStoreTable:
@@ -34,7 +31,7 @@ class FileStoreTable:
         identifier: str,
         table_path: str,
         schema: TableSchema,
-        lock: CatalogLockLike | None = None,
+        lock: CatalogLock | None = None,
         dynamic_options: dict[str, str] | None = None,
     ) -> None:
         self.file_io = file_io
@@ -58,6 +55,7 @@ class FileStoreTable:
             schema.partition_keys,
             part_types,
             default_partition_name=self.options.partition_default_name,
+            legacy_partition_name=self.options.partition_legacy_name,
         )
         self.partition_codec = PartitionCodec(part_types)
         self.snapshot_manager = SnapshotManager(file_io, self.paths)
@@ -99,6 +97,7 @@ class FileStoreTable:
         )
 
     def run_with_lock(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` under the catalog lock; the commit path's publish step only."""
         if self.lock is None:
             return fn()
         return self.lock.run_with_lock(self.database, self.name, fn)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 
 from lakecore.errors import CommitConflictError
+from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import FileKind, ManifestEntry
+from lakecore.types import DataType
 
 
 def _describe(e: ManifestEntry) -> str:
@@ -49,3 +52,45 @@ def check_bucket_counts(
                 f"commit user {commit_user!r} wrote {_describe(e)} with {e.total_buckets} "
                 f"buckets, but the partition's live files were written with {have} buckets",
             )
+
+
+def check_level_overlap(
+    changes: Sequence[ManifestEntry],
+    live: dict[tuple, ManifestEntry],
+    key_types: Sequence[DataType],
+    commit_user: str,
+) -> None:
+    """After applying ``changes``, every level >= 1 of a touched bucket is one sorted run:
+    no two files there overlap in key range (a compaction that raced another one fails)."""
+    touched = {
+        (e.partition, e.bucket, e.file.level)
+        for e in changes
+        if e.kind is FileKind.ADD and e.file.level > 0
+    }
+    if not touched or not key_types:
+        return
+    after = dict(live)
+    for e in changes:
+        if e.kind is FileKind.ADD:
+            after[e.identifier()] = e
+        else:
+            after.pop(e.identifier(), None)
+    by_level: dict[tuple, list[ManifestEntry]] = defaultdict(list)
+    for e in after.values():
+        k = (e.partition, e.bucket, e.file.level)
+        if k in touched:
+            by_level[k].append(e)
+    for (_, bucket, level), entries in by_level.items():
+        ranges = sorted(
+            (tuple(decode_row(e.file.min_key, key_types)),
+             tuple(decode_row(e.file.max_key, key_types)), e)
+            for e in entries
+        )
+        for (_, hi, a), (lo, _, b) in zip(ranges, ranges[1:]):
+            if lo <= hi:
+                raise CommitConflictError(
+                    "level overlap",
+                    f"commit user {commit_user!r}: {_describe(a)} and {_describe(b)} overlap in "
+                    f"key range at level {level} of bucket {bucket}; another compaction "
+                    "changed this bucket concurrently",
+                )

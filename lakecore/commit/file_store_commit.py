@@ -14,12 +14,17 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakecore.commit.conflicts import check_bucket_counts, check_deletes_live
-from lakecore.errors import CommitRetryableError, CommitTimeoutError
+from lakecore.commit.conflicts import (
+    check_bucket_counts,
+    check_deletes_live,
+    check_level_overlap,
+)
+from lakecore.errors import CommitRetryableError, CommitTimeoutError, LakecoreError
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakecore.manifest_io import merge_entries
+from lakecore.testing.faults import CrashStep, maybe_crash
 from lakecore.write.commit_message import CommitMessage
 
 if TYPE_CHECKING:
@@ -49,6 +54,10 @@ class FileStoreCommit:
         self.clock, self.sleep = clock, sleep
         self.sm = table.snapshot_manager
         self.mio = table.manifest_io()
+        # the snapshot a compaction or overwrite was planned on; names the conflicting users
+        self.base_snapshot_id: int | None = None
+        rt = table.schema.row_type
+        self.key_types = [rt.field(k).type for k in table.schema.trimmed_primary_keys]
 
     # -- idempotence ---------------------------------------------------------------------
     def is_committed(self, identifier: int, since_id: int | None = None) -> bool:
@@ -149,6 +158,7 @@ class FileStoreCommit:
         properties: dict[str, str] | None,
         need_live: bool,
     ) -> int:
+        maybe_crash(CrashStep.AFTER_DATA_FILES)
         opts = self.table.options
         start = self.clock()
         timeout = opts.commit_timeout
@@ -202,9 +212,11 @@ class FileStoreCommit:
             base_entries = mio.read_entries(prev_base + prev_delta)
             live = merge_entries(base_entries)
         changes = changes_fn(live)
-        others = [latest.commit_user] if latest else []
+        others = self._users_since(self.base_snapshot_id, latest)
         check_deletes_live(changes, live, self.commit_user, others)
         check_bucket_counts(changes, live, self.commit_user)
+        if kind is CommitKind.COMPACT:
+            check_level_overlap(changes, live, self.key_types, self.commit_user)
 
         written: list[str] = []
         try:
@@ -218,9 +230,11 @@ class FileStoreCommit:
                 written += [m.file_name for m in base_metas]
             delta_metas = mio.write_manifests(changes)
             written += [m.file_name for m in delta_metas]
+            maybe_crash(CrashStep.AFTER_MANIFESTS)
             base_name, base_size = mio.write_manifest_list(base_metas)
             delta_name, delta_size = mio.write_manifest_list(delta_metas)
             written += [base_name, delta_name]
+            maybe_crash(CrashStep.AFTER_MANIFEST_LIST)
             log_name = log_size = None
             if changelog:
                 log_metas = mio.write_manifests(changelog)
@@ -261,7 +275,21 @@ class FileStoreCommit:
                 f"snapshot {snapshot.id} was created by another committer first"
             )
         log.info("committed snapshot %s (%s) by %s", snapshot.id, kind.value, self.commit_user)
+        maybe_crash(CrashStep.AFTER_COMMIT)
         return snapshot.id
+
+    def _users_since(self, base_id: int | None, latest: Snapshot | None) -> list[str]:
+        if latest is None:
+            return []
+        if base_id is None or base_id >= latest.id:
+            return [latest.commit_user]
+        users = []
+        for sid in range(base_id + 1, latest.id + 1):
+            try:
+                users.append(self.sm.snapshot(sid).commit_user)
+            except LakecoreError:
+                continue
+        return users
 
     def _publish(self, latest: Snapshot | None, snapshot: Snapshot) -> bool:
         current = self.sm.latest_id()

@@ -4,8 +4,9 @@ Every aggregator is a fold over the records of a group in merge order: ``agg`` f
 ``retract`` for -U/-D (Paimon's ``FieldAggregator``). Here each fold is rewritten as
 reductions over group boundaries (``np.*.reduceat``), "pick one row per group" index
 arithmetic, or ``pyarrow`` hash aggregation, so no Python code runs per row. The only
-sequential fold left, an integer ``product`` that also divides out retractions, loops over
-positions within a group, vectorized across groups.
+sequential fold left, a ``product`` that also divides out retractions (Java's truncating
+integer division is not a reduction), loops over positions within a group, vectorized across
+the groups that need it.
 
 Rows outside the fold (``active`` False) are ignored: records before a delete that resets the
 row, or a group whose single record is passed through unmerged.
@@ -25,9 +26,13 @@ from lakecore.errors import MergeError
 from lakecore.merge.spec import RETRACTABLE, AggFunc
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Groups:
-    """Contiguous row groups: ``starts`` (ascending, non-empty groups) and each row's ``gid``."""
+    """Contiguous row groups: ``starts`` (ascending, non-empty groups) and each row's ``gid``.
+
+    Reductions skip the single-record groups (their result is the record itself) because
+    ``reduceat`` pays per segment, and a flush is mostly keys written once.
+    """
 
     starts: np.ndarray
     n: int
@@ -41,33 +46,65 @@ class Groups:
         return np.append(self.starts[1:], self.n)
 
     @cached_property
+    def sizes(self) -> np.ndarray:
+        return self.ends - self.starts
+
+    @cached_property
     def gid(self) -> np.ndarray:
         """The group of every row."""
-        return np.repeat(np.arange(self.count, dtype=np.int64), self.ends - self.starts)
+        return np.repeat(np.arange(self.count, dtype=np.int64), self.sizes)
+
+    @cached_property
+    def _multi(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Groups with several rows, their rows, and where each starts among those rows."""
+        multi = self.sizes > 1
+        rows = np.flatnonzero(np.repeat(multi, self.sizes))
+        local = np.zeros(int(multi.sum()), dtype=np.int64)
+        np.cumsum(self.sizes[multi][:-1], out=local[1:])
+        return multi, rows, local
+
+    def reduce(self, ufunc: np.ufunc, x: np.ndarray) -> np.ndarray:
+        """``ufunc.reduceat(x, starts)`` in ``x``'s dtype (small integers wrap like Java's
+        instead of widening), with one-row groups taken as they are."""
+        if self.count * 2 < self.n:  # mostly multi-row groups: plain reduceat is cheaper
+            return ufunc.reduceat(x, self.starts, dtype=x.dtype)
+        out = x[self.starts]
+        multi, rows, local = self._multi
+        if len(local):
+            out[multi] = ufunc.reduceat(x[rows], local, dtype=x.dtype)
+        return out
 
     def last_index(self, mask: np.ndarray) -> np.ndarray:
         """Per group, the last row where ``mask`` holds, or -1."""
+        if mask.all():
+            return self.ends - 1
         rows = np.where(mask, np.arange(self.n, dtype=np.int64), -1)
-        return np.maximum.reduceat(rows, self.starts)
+        return self.reduce(np.maximum, rows)
 
     def first_index(self, mask: np.ndarray) -> np.ndarray:
         """Per group, the first row where ``mask`` holds, or -1."""
+        if mask.all():
+            return self.starts.copy()
         rows = np.where(mask, np.arange(self.n, dtype=np.int64), self.n)
-        first = np.minimum.reduceat(rows, self.starts)
+        first = self.reduce(np.minimum, rows)
         first[first == self.n] = -1
         return first
 
     def count_where(self, mask: np.ndarray) -> np.ndarray:
-        return np.add.reduceat(mask.astype(np.int64), self.starts)
+        if mask.all():
+            return self.sizes
+        return self.reduce(np.add, mask.astype(np.int64))
 
 
-class UnsupportedRetraction(Exception):
-    """An aggregator without ``retract`` met a -U/-D; ``row`` is the first such record."""
+class RetractionError(Exception):
+    """A -U/-D the aggregator cannot take: ``row`` is the first such record, ``reason`` says
+    why. The merge function turns it into a MergeError that names the key."""
 
-    def __init__(self, func: AggFunc, row: int) -> None:
-        super().__init__(func.value, row)
+    def __init__(self, func: AggFunc, row: int, reason: str) -> None:
+        super().__init__(func.value, row, reason)
         self.func = func
         self.row = row
+        self.reason = reason
 
 
 def take_or_null(arr: pa.Array, idx: np.ndarray) -> pa.Array:
@@ -91,19 +128,20 @@ def aggregate(
     ``retract`` marks -U/-D rows. ``ignore_retract`` is FieldIgnoreRetractAgg: retractions
     leave the accumulator unchanged. ``seen`` (default ``active``) are all rows Paimon would
     feed to the aggregator, including those a later delete discards: a retraction among them
-    that ``func`` cannot take raises :class:`UnsupportedRetraction`, as Java would.
+    that ``func`` cannot take raises :class:`RetractionError`, as Java would.
     """
     seen = active if seen is None else seen
     if ignore_retract:
         active, seen = active & ~retract, seen & ~retract
     retracting = seen & retract
     if func not in RETRACTABLE and retracting.any():
-        raise UnsupportedRetraction(func, int(np.flatnonzero(retracting)[0]))
+        row = int(np.flatnonzero(retracting)[0])
+        raise RetractionError(func, row, "does not support retraction")
     valid = _valid(arr)
     if func is AggFunc.PRODUCT and pa.types.is_integer(arr.type):
         zero = retracting & valid & (arr.fill_null(1).to_numpy(zero_copy_only=False) == 0)
         if zero.any():  # Java's integer division throws wherever the row falls
-            raise MergeError("product retraction divides by zero")
+            raise RetractionError(func, int(np.flatnonzero(zero)[0]), "divides by zero")
     if func is AggFunc.PRIMARY_KEY:  # agg and retract both take the input
         return take_or_null(arr, groups.last_index(active))
     if func in (AggFunc.LAST_VALUE, AggFunc.LAST_NON_NULL_VALUE):
@@ -161,8 +199,7 @@ def _sum(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) ->
     x = _numbers(arr, AggFunc.SUM)
     signed = np.where(retract, -x, x)
     identity = -0.0 if x.dtype.kind == "f" else 0
-    total = np.add.reduceat(np.where(use, signed, identity).astype(x.dtype), groups.starts,
-                            dtype=x.dtype)
+    total = groups.reduce(np.add, np.where(use, signed, identity).astype(x.dtype, copy=False))
     return _from_numpy(total, present, arr.type)
 
 
@@ -189,8 +226,7 @@ def _product(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray
     x = _numbers(arr, AggFunc.PRODUCT)
     present = groups.count_where(use) > 0
     one = np.ones(1, dtype=x.dtype)[0]
-    out = np.multiply.reduceat(np.where(use, x, one).astype(x.dtype), groups.starts,
-                               dtype=x.dtype)
+    out = groups.reduce(np.multiply, np.where(use, x, one).astype(x.dtype, copy=False))
     dividing = use & retract
     if dividing.any():
         # Groups with a division are folded in order: a product mixed with truncating
@@ -256,7 +292,7 @@ def _count(
     later = active & valid & (rows != first[groups.gid])
     step = np.where(retract, -1, 1) * later
     dtype = np.int32 if pa.types.is_int32(t) else np.int64
-    counts = (1 + np.add.reduceat(step.astype(np.int64), groups.starts)).astype(dtype)
+    counts = (1 + groups.reduce(np.add, step.astype(np.int64))).astype(dtype)
     return _from_numpy(counts, present, t)
 
 
@@ -269,15 +305,14 @@ def _min_max(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> p
         x = view if view is not None else arr.fill_null(0).to_numpy(zero_copy_only=False)
         if x.dtype.kind == "f":
             if func is AggFunc.MAX:  # np.maximum propagates NaN: NaN wins, as in Java
-                res = np.maximum.reduceat(np.where(use, x, -np.inf).astype(x.dtype),
-                                          groups.starts)
+                res = groups.reduce(np.maximum, np.where(use, x, -np.inf).astype(x.dtype))
             else:  # np.fmin skips NaN unless the group has nothing else
-                res = np.fmin.reduceat(np.where(use, x, np.nan).astype(x.dtype), groups.starts)
+                res = groups.reduce(np.fmin, np.where(use, x, np.nan).astype(x.dtype))
         else:
             info = np.iinfo(x.dtype)
             fill = info.min if func is AggFunc.MAX else info.max
             ufunc = np.maximum if func is AggFunc.MAX else np.minimum
-            res = ufunc.reduceat(np.where(use, x, fill).astype(x.dtype), groups.starts)
+            res = groups.reduce(ufunc, np.where(use, x, fill).astype(x.dtype, copy=False))
         out = _from_numpy(res, present, pa.from_numpy_dtype(res.dtype))
         return out if out.type == t else out.view(t)
     return _hash_agg(arr, groups, use, "max" if func is AggFunc.MAX else "min")
@@ -299,9 +334,9 @@ def _bool(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.A
     x = arr.fill_null(False).to_numpy(zero_copy_only=False)
     present = groups.count_where(use) > 0
     if func is AggFunc.BOOL_AND:
-        res = np.logical_and.reduceat(np.where(use, x, True), groups.starts)
+        res = groups.reduce(np.logical_and, np.where(use, x, True))
     else:
-        res = np.logical_or.reduceat(np.where(use, x, False), groups.starts)
+        res = groups.reduce(np.logical_or, np.where(use, x, False))
     return _from_numpy(res, present, pa.bool_())
 
 

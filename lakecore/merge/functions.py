@@ -29,9 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import MergeError
-from lakecore.merge.aggregates import Groups, UnsupportedRetraction, aggregate
+from lakecore.merge.aggregates import Groups, RetractionError, aggregate
 from lakecore.merge.sort import group_starts
 from lakecore.merge.spec import (
+    KEY_PREFIX,
     SEQUENCE_NUMBER,
     SYSTEM_COLUMNS,
     VALUE_KIND,
@@ -62,6 +63,10 @@ def merge_sorted(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool) -> pa
     if n == 0:
         return table
     kinds = _numpy(table, VALUE_KIND).astype(np.int8, copy=False)
+    if kinds.min() < RowKind.INSERT or kinds.max() > RowKind.DELETE:
+        bad = int(np.flatnonzero((kinds < 0) | (kinds > 3))[0])
+        key = _key_repr(table, spec, bad)
+        raise MergeError(f"unknown _VALUE_KIND {int(kinds[bad])} (key {key})")
     groups = Groups(group_starts(table, spec), n)
     retract = (kinds == RowKind.UPDATE_BEFORE) | (kinds == RowKind.DELETE)
     if spec.engine is MergeEngine.DEDUPLICATE:
@@ -154,10 +159,10 @@ def _aggregation(
                 delimiter=spec.listagg_delimiter(col),
                 seen=seen,
             )
-        except UnsupportedRetraction as e:
+        except RetractionError as e:
             raise MergeError(
-                f"aggregate function {e.func.value!r} of field {col!r} does not support "
-                f"retraction (key {_key_repr(table, spec, e.row)}, "
+                f"aggregate function {e.func.value!r} of field {col!r} {e.reason} "
+                f"(key {_key_repr(table, spec, e.row)}, "
                 f"{RowKind(int(kinds[e.row])).short_string}); configure "
                 f"'fields.{col}.ignore-retract'='true' to ignore retractions"
             ) from None
@@ -191,7 +196,9 @@ def _assemble(
     index = pa.array(rows)
     mask = None if keep is None else pa.array(keep)
     use_merged = result.use_merged
-    all_merged = use_merged is None or bool(use_merged.all())
+    if use_merged is not None and keep is not None:
+        use_merged = use_merged[keep]
+    verbatim = None if use_merged is None or use_merged.all() else pa.array(use_merged)
     arrays: list[pa.Array] = []
     for name in table.column_names:
         if name == VALUE_KIND:
@@ -200,10 +207,10 @@ def _assemble(
             arrays.append(pa.array(_max_sequence(table, spec, groups, keep), pa.int64()))
         elif name in result.merged:
             col = result.merged[name]
-            if not all_merged:
-                col = pc.if_else(pa.array(use_merged), col, _arr(table, name).take(
-                    pa.array(result.rows)))
-            arrays.append(col if mask is None else col.filter(mask))
+            col = col if mask is None else col.filter(mask)
+            if verbatim is not None:  # -D results and passed-through retractions
+                col = pc.if_else(verbatim, col, _arr(table, name).take(index))
+            arrays.append(col)
         else:
             arrays.append(_arr(table, name).take(index))
     schema = table.schema
@@ -224,7 +231,7 @@ def _max_sequence(
 
 def _value_columns(table: pa.Table) -> list[str]:
     return [
-        c for c in table.column_names if c not in SYSTEM_COLUMNS and not c.startswith("_KEY_")
+        c for c in table.column_names if c not in SYSTEM_COLUMNS and not c.startswith(KEY_PREFIX)
     ]
 
 
@@ -238,5 +245,5 @@ def _numpy(table: pa.Table, name: str) -> np.ndarray:
 
 
 def _key_repr(table: pa.Table, spec: MergeSpec, row: int) -> str:
-    values = {c.removeprefix("_KEY_"): table.column(c)[row].as_py() for c in spec.key_columns}
+    values = {c.removeprefix(KEY_PREFIX): table.column(c)[row].as_py() for c in spec.key_columns}
     return ", ".join(f"{k}={v!r}" for k, v in values.items())

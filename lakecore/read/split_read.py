@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptFileError
 from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import DataFileMeta
+from lakecore.read.data_file_reader import read_data_file
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
-from lakecore.types import to_arrow
 from lakecore.write.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.write.sorted_runs import merge_runs
 
@@ -70,37 +68,8 @@ class SplitRead:
             extra = [c for c in self.merge_spec.sequence_fields if c not in self.read_names]
             self.file_value_names = self.read_names + extra
 
-    def _path(self, split: Split, f: DataFileMeta) -> str:
-        return self.table.paths.data_file_path(split.partition, split.bucket, f.file_name,
-                                               f.external_path)
-
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str]) -> pa.Table:
-        path = self._path(split, f)
-        try:
-            with self.table.file_io.open_input_file(path) as src:
-                pf = pq.ParquetFile(src)
-                have = set(pf.schema_arrow.names)
-                cols = [c for c in columns if c in have]
-                t = pf.read(columns=cols)
-        except CorruptFileError:
-            raise
-        except (OSError, pa.ArrowInvalid) as e:
-            raise CorruptFileError(path, f"cannot read data file: {e}") from e
-        if t.num_rows != f.row_count:
-            raise CorruptFileError(path, f"has {t.num_rows} rows, manifest says {f.row_count}")
-        return self._fill_missing(t, columns)
-
-    def _fill_missing(self, t: pa.Table, columns: list[str]) -> pa.Table:
-        """Files without ``_KEY_`` columns (or older schemas) get them from value columns."""
-        rt = self.table.schema.row_type
-        for c in columns:
-            if c in t.column_names:
-                continue
-            if c.startswith(KEY_PREFIX) and c[len(KEY_PREFIX):] in t.column_names:
-                t = t.append_column(c, t.column(c[len(KEY_PREFIX):]))
-            elif c in rt.names:
-                t = t.append_column(c, pa.nulls(t.num_rows, to_arrow(rt.field(c).type)))
-        return t.select(columns)
+        return read_data_file(self.table, split.partition, split.bucket, f, columns)
 
     # -- per split -----------------------------------------------------------------------
     def read_split(self, split: Split) -> Iterator[pa.Table]:

@@ -54,7 +54,8 @@ def wide_row(id_: int, day: str, version: int, kind: str = "+I") -> Row:
     """A row whose every value follows from (id, version): short and long (> 7 bytes) strings
     and binaries, unicode, negative numbers, big decimals, and a null column now and then."""
     n = id_ * 31 + version * 7
-    text = "é" * (n % 3) + f"v{version}" + ("-long-ü-漢字" * (n % 2))  # 2..30 bytes
+    # 2 to 50 bytes; the long ones pass the 16 characters manifest stats keep (truncate(16)).
+    text = "é" * (n % 3) + f"v{version}" + ("-long-ü-漢字-truncated-stats" * (n % 2))
     row: Row = {
         "id": id_,
         "dt": day,
@@ -77,6 +78,11 @@ def wide_row(id_: int, day: str, version: int, kind: str = "+I") -> Row:
     if n % 5 == 0:
         row[NULLABLE[n % len(NULLABLE)]] = None
     return row
+
+
+def step(op: str, warehouse: str | Path, table: str, **kwargs: Any) -> dict[str, Any]:
+    """One ``paimon_script`` step."""
+    return {"op": op, "warehouse": warehouse, "table": table, **kwargs}
 
 
 def apply(model: Model, rows: Iterable[Row], key: Sequence[str] = KEY) -> Model:
@@ -125,12 +131,12 @@ def lc_write(table: FileStoreTable, data: pa.Table,
 
 
 def lc_files(table: FileStoreTable, snapshot_id: int | None = None) -> set[tuple[Any, ...]]:
-    """lakecore's plan as (partition, bucket, file, level, rows, min seq, max seq) tuples."""
+    """lakecore's plan as (partition, bucket, file, level, rows, min seq, max seq, deletes)."""
     if snapshot_id is not None:
         table = table.copy({"scan.snapshot-id": str(snapshot_id)})
     return {
         (tuple(s.partition), s.bucket, f.file_name, f.level, f.row_count,
-         f.min_sequence_number, f.max_sequence_number)
+         f.min_sequence_number, f.max_sequence_number, f.delete_row_count)
         for s in table.new_read_builder().new_scan().plan().splits()
         for f in s.files
     }
@@ -140,7 +146,7 @@ def paimon_files(plan: list[dict[str, Any]]) -> set[tuple[Any, ...]]:
     """The same tuples from a ``paimon_plan`` result."""
     return {
         (tuple(s["partition"]), s["bucket"], f["file_name"], f["level"], f["row_count"],
-         f["min_sequence_number"], f["max_sequence_number"])
+         f["min_sequence_number"], f["max_sequence_number"], f["delete_row_count"])
         for s in plan
         for f in s["files"]
     }
@@ -232,10 +238,13 @@ def filters_for(rows: list[Row]) -> list[list[list[Any]]]:
     so a wrong min/max/null count loses rows."""
     middle = rows[len(rows) // 2 :] + rows
     some = next(r for r in middle if all(v is not None for v in r.values()))
+    long_text = next(r["s"] for r in middle if r["s"] and len(r["s"]) > 16)
     return [
         [["id", "between", 3, 12]],
         [["id", "is_in", [1, 5, 29, 1000]]],
         [["s", "equal", some["s"]]],
+        [["s", "equal", long_text]],
+        [["s", "less_than", long_text]],
         [["s", "startswith", "é"]],
         [["i8", "less_than", 0], ["bo", "equal", True]],
         [["i16", "greater_or_equal", some["i16"]]],

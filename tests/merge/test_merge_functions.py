@@ -277,7 +277,7 @@ def test_multi_column_and_string_keys():
 
 def test_integer_product_division_by_zero_is_an_error():
     rows = seq_rows(("+I", 1, 4), ("-U", 1, 0), names=("k", "v"))
-    with pytest.raises(MergeError, match="divides by zero"):
+    with pytest.raises(MergeError, match="divides by zero.*k=1"):
         merge(rows, INT_KV, AGG, aggregate_functions={"v": "product"})
 
 
@@ -286,3 +286,9 @@ def test_type_mismatch_is_an_error():
     rows = seq_rows(("+I", 1, "a"), ("+I", 1, "b"), names=("k", "v"))
     with pytest.raises(MergeError, match="numeric"):
         merge(rows, types, AGG, aggregate_functions={"v": "sum"})
+
+
+def test_unknown_value_kind_is_an_error():
+    rows = seq_rows((5, 1, 1), names=("k", "v"))
+    with pytest.raises(MergeError, match="_VALUE_KIND 5"):
+        merge(rows, INT_KV, DEDUP)

@@ -106,13 +106,13 @@ def _same(a, b) -> bool:
     return a == b and type(a) is type(b)
 
 
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios(), st.booleans())
 def test_merge_matches_the_reference_model(scenario, drop_retracts):
     check_against_reference(scenario, drop_retracts)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(scenarios((MergeEngine.AGGREGATE,), retracts=True), st.booleans())
 def test_aggregation_with_retractions_matches_the_reference_model(scenario, drop_retracts):
     check_against_reference(scenario, drop_retracts)
@@ -155,7 +155,7 @@ def table_kind(r: dict) -> int:
     return {"+I": 0, "-U": 1, "+U": 2, "-D": 3}[r["kind"]]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.data())
 def test_merging_in_two_steps_equals_merging_once(data):
     """LSM associativity for the retract-safe aggregators: merging the older records, and

@@ -1,0 +1,297 @@
+"""Partition expiry: drop partitions whose time is strictly before ``now - expiration-time``.
+
+Strategies (``partition.expiration-strategy``): ``values-time`` reads the time from the
+partition values (``partition_time``); ``update-time`` uses the newest creation time of the
+partition's live files. At most ``partition.expiration-max-num`` partitions go per run (sorted by
+their values, as Paimon). Partitions whose time cannot be determined are reported, never
+silently kept or dropped.
+
+Expiry is an OVERWRITE commit through ``FileStoreCommit`` (lock, conflict checks and retries
+apply) that deletes every live file of the chosen partitions, like Paimon's ``dropPartitions``.
+Older snapshots still see those files until snapshot expiry removes them.
+
+Bookkeeping (Paimon keeps neither on disk; lakecore needs both across processes):
+
+* ``_lakecore/expired-partitions/expire-<millis>-<id>.json``: the partitions each run dropped,
+  written before its commit (and removed if the commit fails). ``check_not_expired`` reads them
+  so that a later write into a dropped partition fails with ``PartitionExpiredError``. One new
+  file per run means concurrent expirers never overwrite each other's records. Deleting a
+  record file re-opens its partitions.
+* ``_lakecore/partition-expire-last-check``: epoch millis of the last check, for
+  ``maybe_expire_partitions`` (``partition.expiration-check-interval``).
+
+``remove_orphan_files`` never touches ``_lakecore/``; Paimon's readers ignore it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from lakecore.errors import CorruptFileError, PartitionExpiredError
+from lakecore.maintenance.partition_time import (
+    PartitionTimeError,
+    extract_time,
+    validate_partition_expiration,
+)
+from lakecore.maintenance.refs import live_entries, state_dir, to_epoch_millis, to_local_naive
+from lakecore.options import PartitionExpirationStrategy
+from lakecore.paths import partition_value_string
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
+    from lakecore.table import FileStoreTable
+
+EXPIRED_DIR = "expired-partitions"
+LAST_CHECK_FILE = "partition-expire-last-check"
+COMMIT_USER_PREFIX = "lakecore-partition-expire-"
+
+
+@dataclass(frozen=True)
+class PartitionExpirePlan:
+    strategy: str
+    cutoff: datetime | None  # local wall-clock; None when expiry is not configured
+    expired: tuple[dict[str, str], ...] = ()
+    expired_values: tuple[tuple, ...] = ()  # decoded partition values, for the commit filter
+    unparsable: tuple[tuple[dict[str, str], str], ...] = ()
+    deferred: int = 0  # expired beyond partition.expiration-max-num, left for the next run
+    files: int = 0
+    bytes: int = 0
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "strategy": self.strategy,
+            "cutoff": None if self.cutoff is None else self.cutoff.isoformat(sep=" "),
+            "expired": [dict(p) for p in self.expired],
+            "unparsable": [{"partition": dict(p), "reason": r} for p, r in self.unparsable],
+            "deferred": self.deferred, "files": self.files, "bytes": self.bytes,
+            "note": self.note,
+        }
+
+
+@dataclass(frozen=True)
+class PartitionExpireReport:
+    dry_run: bool
+    plan: PartitionExpirePlan
+    snapshot_ids: tuple[int, ...] = ()
+
+    @property
+    def partitions_removed(self) -> int:
+        return 0 if self.dry_run else len(self.plan.expired)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"operation": "expire-partitions", "dry_run": self.dry_run,
+                "partitions_removed": self.partitions_removed,
+                "snapshot_ids": list(self.snapshot_ids), "plan": self.plan.to_dict()}
+
+
+def _texts(table: FileStoreTable, values: Sequence[Any]) -> tuple[str, ...]:
+    """Partition values as Paimon's path/spec strings (null -> ``partition.default-name``)."""
+    types = table.partition_codec.types
+    default = table.options.partition_default_name
+    out = []
+    for v, t in zip(values, types, strict=True):
+        text = partition_value_string(v, t)
+        out.append(default if text is None else text)
+    return tuple(out)
+
+
+def _spec(table: FileStoreTable, texts: Sequence[str]) -> dict[str, str]:
+    return dict(zip(table.partition_keys, texts, strict=True))
+
+
+def _value_time(table: FileStoreTable, values: Sequence[Any]) -> datetime:
+    o = table.options
+    texts = [None if v is None else t for v, t in zip(values, _texts(table, values), strict=True)]
+    return extract_time(table.partition_keys, texts, o.partition_timestamp_pattern,
+                        o.partition_timestamp_formatter)
+
+
+def validate_options(table: FileStoreTable) -> None:
+    """Raise ``OptionError`` when the partition-expiry options do not fit the partition keys
+    (the lead wires the same check into table creation)."""
+    o = table.options
+    validate_partition_expiration(table.partition_keys, o.partition_timestamp_pattern,
+                                  o.partition_timestamp_formatter,
+                                  o.partition_expiration_time is not None)
+
+
+def plan_partition_expiry(table: FileStoreTable, *, now: datetime | None = None
+                          ) -> PartitionExpirePlan:
+    o = table.options
+    strategy = o.partition_expiration_strategy
+    expiration = o.partition_expiration_time
+    if expiration is None or not table.partition_keys:
+        return PartitionExpirePlan(strategy.value, None,
+                                   note="partition.expiration-time is not set")
+    validate_options(table)
+    cutoff = to_local_naive(now) - expiration
+    cutoff_millis = to_epoch_millis(cutoff)  # naive = local, like Paimon's atZone(systemDefault)
+    latest = table.snapshot_manager.latest()
+    if latest is None:
+        return PartitionExpirePlan(strategy.value, cutoff)
+    stats: dict[bytes, list[Any]] = {}  # partition -> [files, bytes, newest creation or None]
+    for e in live_entries(table.manifest_io(), latest).values():
+        s = stats.setdefault(e.partition, [0, 0, None])
+        s[0] += 1
+        s[1] += e.file.file_size
+        created = e.file.creation_epoch_millis()
+        if created is not None and (s[2] is None or created > s[2]):
+            s[2] = created
+    expired: list[tuple[tuple[str, ...], tuple, int, int]] = []
+    unparsable: list[tuple[dict[str, str], str]] = []
+    for pbytes, (n, size, newest) in stats.items():
+        values = table.partition_codec.decode(pbytes)
+        texts = _texts(table, values)
+        if strategy is PartitionExpirationStrategy.UPDATE_TIME:
+            if newest is None:
+                unparsable.append((_spec(table, texts), "no file records its creation time"))
+                continue
+            if cutoff_millis > newest:
+                expired.append((texts, values, n, size))
+            continue
+        try:
+            when = _value_time(table, values)
+        except PartitionTimeError as err:
+            unparsable.append((_spec(table, texts), str(err)))
+            continue
+        if cutoff > when:
+            expired.append((texts, values, n, size))
+    expired.sort(key=lambda x: ",".join(x[0]))
+    limit = o.partition_expiration_max_num
+    chosen = expired[:limit]
+    unparsable.sort(key=lambda x: ",".join(x[0].values()))
+    return PartitionExpirePlan(
+        strategy.value, cutoff,
+        expired=tuple(_spec(table, t) for t, _, _, _ in chosen),
+        expired_values=tuple(v for _, v, _, _ in chosen),
+        unparsable=tuple(unparsable),
+        deferred=len(expired) - len(chosen),
+        files=sum(n for _, _, n, _ in chosen), bytes=sum(b for _, _, _, b in chosen),
+    )
+
+
+def expire_partitions(
+    table: FileStoreTable,
+    *,
+    now: datetime | None = None,
+    dry_run: bool = True,
+    commit_user: str | None = None,
+) -> PartitionExpireReport:
+    """Expire partitions now (for schedulers). ``dry_run`` (default) only plans."""
+    plan = plan_partition_expiry(table, now=now)
+    if dry_run or not plan.expired:
+        return PartitionExpireReport(dry_run, plan)
+    from lakecore.commit.file_store_commit import FileStoreCommit
+
+    record = _write_record(table, plan, now)
+    drop = set(plan.expired_values)
+    user = commit_user or f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
+    try:
+        result = FileStoreCommit(table, user).overwrite([], partition_filter=drop.__contains__)
+    except BaseException:
+        table.file_io.delete_quietly(record)
+        raise
+    return PartitionExpireReport(False, plan, result.snapshot_ids)
+
+
+def maybe_expire_partitions(table: FileStoreTable, *, now: datetime | None = None
+                            ) -> PartitionExpireReport | None:
+    """The writers' path: expire when ``partition.expiration-check-interval`` has passed since
+    the last check (recorded under ``_lakecore/``); None when it is not time yet."""
+    o = table.options
+    if o.partition_expiration_time is None or not table.partition_keys:
+        return None
+    now_ms = to_epoch_millis(now)
+    interval = o.partition_expiration_check_interval
+    last = _read_last_check(table)
+    if interval > timedelta(0) and last is not None:
+        if now_ms <= last + int(interval.total_seconds() * 1000):
+            return None
+    report = expire_partitions(table, now=now, dry_run=False)
+    table.file_io.overwrite_atomic(f"{state_dir(table)}/{LAST_CHECK_FILE}", str(now_ms).encode())
+    return report
+
+
+def _read_last_check(table: FileStoreTable) -> int | None:
+    try:
+        return int(table.file_io.read_text(f"{state_dir(table)}/{LAST_CHECK_FILE}").strip())
+    except (CorruptFileError, ValueError):
+        return None
+
+
+def _write_record(table: FileStoreTable, plan: PartitionExpirePlan, now: datetime | None) -> str:
+    millis = to_epoch_millis(now)
+    path = f"{state_dir(table)}/{EXPIRED_DIR}/expire-{millis}-{uuid.uuid4().hex[:12]}.json"
+    body = {"expiredAtMillis": millis, "strategy": plan.strategy,
+            "partitionKeys": table.partition_keys, "partitions": [dict(p) for p in plan.expired]}
+    table.file_io.write_bytes(path, json.dumps(body, indent=2).encode())
+    return path
+
+
+def expired_partition_records(table: FileStoreTable) -> list[dict[str, str]]:
+    """Every partition a past expiry dropped (from the record files), oldest run first."""
+    out: list[dict[str, str]] = []
+    files = sorted(table.file_io.list_status(f"{state_dir(table)}/{EXPIRED_DIR}"),
+                   key=lambda s: s.path)
+    for st in files:
+        if st.is_dir or not st.path.endswith(".json"):
+            continue
+        try:
+            body = json.loads(table.file_io.read_text(st.path))
+        except (CorruptFileError, ValueError):
+            continue  # a record being written, or removed meanwhile
+        out.extend(dict(p) for p in body.get("partitions", ()) if isinstance(p, dict))
+    return out
+
+
+def check_not_expired(
+    table: FileStoreTable,
+    partitions: Iterable[Sequence[Any]],
+    *,
+    now: datetime | None = None,
+) -> None:
+    """Raise ``PartitionExpiredError`` if a write into ``partitions`` (tuples of partition
+    values in partition-key order, as ``CommitMessage.partition``) targets a partition that
+    expiry dropped, or — under ``values-time`` — whose time is already past the cut-off (the
+    next expiry would drop it again; Paimon fails such writes the same way)."""
+    if not table.partition_keys:
+        return
+    todo = {tuple(p) for p in partitions}
+    if not todo:
+        return
+    keys = table.partition_keys
+    recorded = {tuple(r.get(k) for k in keys) for r in expired_partition_records(table)}
+    o = table.options
+    cutoff = None
+    if (o.partition_expiration_time is not None
+            and o.partition_expiration_strategy is PartitionExpirationStrategy.VALUES_TIME):
+        cutoff = to_local_naive(now) - o.partition_expiration_time
+    bad: list[dict[str, str]] = []
+    reasons: list[str] = []
+    for values in sorted(todo, key=repr):
+        texts = _texts(table, values)
+        if texts in recorded:
+            bad.append(_spec(table, texts))
+            reasons.append(f"{_spec(table, texts)} was dropped by partition expiry")
+            continue
+        if cutoff is None:
+            continue
+        try:
+            when = _value_time(table, values)
+        except PartitionTimeError:
+            continue
+        if cutoff > when:
+            bad.append(_spec(table, texts))
+            reasons.append(f"{_spec(table, texts)} is at {when.isoformat(sep=' ')}, before the "
+                           f"expiration cut-off {cutoff.isoformat(sep=' ')}")
+    if bad:
+        raise PartitionExpiredError(
+            f"writing into expired partition(s) of {table.identifier}: " + "; ".join(reasons)
+            + ". Filter these rows out, or remove the record under "
+            f"{state_dir(table)}/{EXPIRED_DIR} to re-open a partition.", bad)

@@ -1,0 +1,201 @@
+"""Orphan files: files under the table directory that no snapshot, tag or long-lived
+changelog references, and that are older than a safe age.
+
+Why the age (``older_than``, default 1 day): a commit in progress has written data files and
+manifests that no snapshot names yet. Only files last modified before the cut-off are removed,
+and a cut-off later than now is refused. Like delta-rs ``vacuum``, the default is a dry run that
+lists what would go (paths and sizes); pass ``dry_run=False`` (CLI: without ``--dry-run``).
+
+Where it looks (Paimon's ``OrphanFilesClean``): ``manifest/`` (not ``index-manifest-*``),
+the bucket directories of every partition, and stray files (temporary leftovers) in
+``snapshot/`` and ``tag/``. Never touched: ``schema/``, snapshot and tag files and the hints,
+``index/``, ``statistics/``, ``changelog/``, ``consumer/``, ``_lakecore/``. Files are matched by
+name, as Paimon does, so a file is kept if any snapshot or tag mentions it (ADD or DELETE).
+A manifest that exists but cannot be decoded aborts the run rather than count as empty.
+Tables with branches are refused (branches share files with the main branch).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from lakecore.errors import CorruptFileError, MaintenanceError
+from lakecore.format.snapshot import Snapshot
+from lakecore.maintenance.refs import (
+    TAG_PREFIX,
+    FileRef,
+    branch_dir,
+    delete_files,
+    read_tags,
+    snapshot_or_none,
+    to_epoch_millis,
+)
+from lakecore.paths import BUCKET_PREFIX
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+DEFAULT_OLDER_THAN = timedelta(days=1)
+_SNAPSHOT_FILE = re.compile(r"^snapshot-\d+$")
+_LIST_KEYS = ("baseManifestList", "deltaManifestList", "changelogManifestList")
+
+
+@dataclass(frozen=True)
+class OrphanReport:
+    dry_run: bool
+    cutoff_millis: int
+    files: tuple[FileRef, ...]
+    files_removed: int
+    bytes_removed: int
+
+    def to_dict(self, paths: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {"operation": "remove-orphan-files", "dry_run": self.dry_run,
+                               "older_than_millis": self.cutoff_millis,
+                               "files_removed": self.files_removed,
+                               "bytes_removed": self.bytes_removed}
+        if paths:
+            out["paths"] = [{"path": f.path, "size": f.size} for f in self.files]
+        return out
+
+
+def cutoff_millis(older_than: timedelta | datetime | None, now: datetime | None) -> int:
+    """The modification-time cut-off: ``older_than`` is an age (timedelta) or an instant
+    (datetime; naive = local time). An instant after ``now`` or a negative age is refused."""
+    now_ms = to_epoch_millis(now)
+    if older_than is None:
+        older_than = DEFAULT_OLDER_THAN
+    if isinstance(older_than, timedelta):
+        if older_than < timedelta(0):
+            raise MaintenanceError(f"older_than must not be negative, got {older_than}")
+        return now_ms - int(older_than.total_seconds() * 1000)
+    cut = to_epoch_millis(older_than)
+    if cut > now_ms:
+        raise MaintenanceError(
+            f"older_than {older_than.isoformat()} is later than now: files still being "
+            "written by running commits would be deleted")
+    return cut
+
+
+def _snapshot_like(table: FileStoreTable) -> list[Snapshot | dict[str, Any]]:
+    """Every existing snapshot, every tag, and (as raw JSON) Java's long-lived changelogs."""
+    out: list[Snapshot | dict[str, Any]] = []
+    for sid in table.snapshot_manager.list_ids():
+        snap = snapshot_or_none(table, sid)
+        if snap is not None:
+            out.append(snap)
+    out.extend(s for _, s in read_tags(table))
+    for st in table.file_io.list_status(f"{table.table_path}/changelog"):
+        if st.is_dir or not st.path.rsplit("/", 1)[-1].startswith("changelog-"):
+            continue
+        try:
+            out.append(json.loads(table.file_io.read_text(st.path)))
+        except (CorruptFileError, ValueError):
+            if table.file_io.exists(st.path):
+                raise MaintenanceError(f"cannot read changelog file {st.path}") from None
+    return out
+
+
+def _lists_of(s: Snapshot | dict[str, Any]) -> list[str]:
+    if isinstance(s, Snapshot):
+        names = [s.base_manifest_list, s.delta_manifest_list, s.changelog_manifest_list]
+    else:
+        names = [s.get(k) for k in _LIST_KEYS]
+    return [n for n in names if isinstance(n, str) and n]
+
+
+def used_files(table: FileStoreTable) -> tuple[set[str], set[str]]:
+    """(manifest and manifest-list names, data/changelog/extra file names) in use."""
+    mio, fio = table.manifest_io(), table.file_io
+    meta: set[str] = set()
+    data: set[str] = set()
+    for s in _snapshot_like(table):
+        for list_name in _lists_of(s):
+            meta.add(list_name)
+            try:
+                metas = mio.read_manifest_list(list_name)
+            except CorruptFileError:
+                if fio.exists(table.paths.manifest_path(list_name)):
+                    raise
+                continue  # its snapshot is being expired right now
+            for m in metas:
+                if m.file_name in meta:
+                    continue
+                meta.add(m.file_name)
+                try:
+                    entries = mio.read_manifest(m.file_name)
+                except CorruptFileError:
+                    if fio.exists(table.paths.manifest_path(m.file_name)):
+                        raise
+                    continue
+                for e in entries:
+                    data.add(e.file.file_name)
+                    data.update(e.file.extra_files)
+                    if e.file.external_path:
+                        data.add(e.file.external_path.rsplit("/", 1)[-1])
+    return meta, data
+
+
+def _bucket_dirs(table: FileStoreTable) -> list[str]:
+    fio = table.file_io
+    level = [table.table_path]
+    for _ in table.partition_keys:
+        level = [st.path for d in level for st in fio.list_status(d)
+                 if st.is_dir and "=" in st.path.rsplit("/", 1)[-1]]
+    return [st.path for d in level for st in fio.list_status(d)
+            if st.is_dir and st.path.rsplit("/", 1)[-1].startswith(BUCKET_PREFIX)]
+
+
+def plan_orphan_files(
+    table: FileStoreTable,
+    *,
+    older_than: timedelta | datetime | None = None,
+    now: datetime | None = None,
+) -> tuple[int, list[FileRef]]:
+    """(cut-off millis, orphan files old enough to delete)."""
+    cut = cutoff_millis(older_than, now)
+    fio = table.file_io
+    if fio.list_status(branch_dir(table)):
+        raise MaintenanceError(f"{table.identifier} has branches ({branch_dir(table)}); they "
+                               "share files with the main branch, so orphan removal is refused")
+    meta, data = used_files(table)
+
+    def old(st: Any) -> bool:
+        return not st.is_dir and st.mtime_millis is not None and st.mtime_millis < cut
+
+    out: list[FileRef] = []
+    for st in fio.list_status(table.paths.manifest_dir):
+        name = st.path.rsplit("/", 1)[-1]
+        if old(st) and name not in meta and not name.startswith("index-manifest"):
+            out.append(FileRef(st.path, st.size))
+    for d in _bucket_dirs(table):
+        for st in fio.list_status(d):
+            if old(st) and st.path.rsplit("/", 1)[-1] not in data:
+                out.append(FileRef(st.path, st.size))
+    for st in fio.list_status(table.paths.snapshot_dir):
+        name = st.path.rsplit("/", 1)[-1]
+        if old(st) and not _SNAPSHOT_FILE.match(name) and name not in ("LATEST", "EARLIEST"):
+            out.append(FileRef(st.path, st.size))
+    for st in fio.list_status(table.paths.tag_dir):
+        if old(st) and not st.path.rsplit("/", 1)[-1].startswith(TAG_PREFIX):
+            out.append(FileRef(st.path, st.size))
+    out.sort(key=lambda f: f.path)
+    return cut, out
+
+
+def remove_orphan_files(
+    table: FileStoreTable,
+    *,
+    older_than: timedelta | datetime | None = None,
+    now: datetime | None = None,
+    dry_run: bool = True,
+) -> OrphanReport:
+    """Remove (default: only list) orphan files last modified before the cut-off."""
+    cut, files = plan_orphan_files(table, older_than=older_than, now=now)
+    if dry_run:
+        return OrphanReport(True, cut, tuple(files), len(files), sum(f.size for f in files))
+    n, size = delete_files(table, files)
+    return OrphanReport(False, cut, tuple(files), n, size)

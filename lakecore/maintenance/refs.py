@@ -1,0 +1,253 @@
+"""What snapshots, tags and consumers reference, read defensively.
+
+Maintenance runs beside writers, readers and other maintainers, so reads here distinguish two
+cases: *best effort* reads (``*_or_none``) for files a concurrent or interrupted expiry may
+already have removed, and *strict* reads for everything that protects files from deletion — a
+protection that cannot be read must never turn into "nothing is protected".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from lakecore.errors import CorruptFileError, SnapshotNotExistError
+from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
+from lakecore.format.manifest_list import ManifestFileMeta
+from lakecore.format.snapshot import Snapshot
+from lakecore.manifest_io import ManifestIO, merge_entries
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+# A data file's identity for deletion decisions: (partition bytes, bucket, file name). The level
+# is left out on purpose: an upgraded file is the same file on disk at another level.
+FileKey = tuple[bytes, int, str]
+
+CRASH_ENV = "LAKECORE_MAINTENANCE_CRASH_AT"
+STATE_DIR = "_lakecore"  # lakecore's own bookkeeping under the table (Paimon ignores it)
+TAG_PREFIX = "tag-"
+
+
+def crash_point(step: str) -> None:
+    """Fault injection for crash tests: SIGKILL this process when ``$CRASH_ENV == step``."""
+    if os.environ.get(CRASH_ENV) == step:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """A file a maintenance plan deletes (or would delete), with its size in bytes."""
+
+    path: str
+    size: int
+
+
+def to_epoch_millis(now: datetime | None) -> int:
+    """An instant in epoch millis; a naive ``now`` is local wall-clock time (as Paimon)."""
+    if now is None:
+        now = datetime.now(UTC)
+    return int(now.timestamp() * 1000)
+
+
+def to_local_naive(now: datetime | None) -> datetime:
+    """Local wall-clock time without zone, the clock Paimon's partition expiry compares to."""
+    if now is None:
+        return datetime.now()
+    return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now
+
+
+# -- table-relative paths not in PathFactory (lakecore.paths is shared; see the report) --------
+def state_dir(table: FileStoreTable) -> str:
+    return f"{table.table_path}/{STATE_DIR}"
+
+
+def consumer_dir(table: FileStoreTable) -> str:
+    return f"{table.table_path}/consumer"
+
+
+def branch_dir(table: FileStoreTable) -> str:
+    return f"{table.table_path}/branch"
+
+
+# -- snapshots, tags, consumers ------------------------------------------------------------
+def snapshot_or_none(table: FileStoreTable, snapshot_id: int) -> Snapshot | None:
+    """The snapshot, or None when its file is gone (expired or deleted by hand)."""
+    try:
+        return table.snapshot_manager.snapshot(snapshot_id)
+    except SnapshotNotExistError:
+        return None
+    except CorruptFileError:
+        if not table.file_io.exists(table.paths.snapshot_path(snapshot_id)):
+            return None  # deleted between the existence check and the read
+        raise
+
+
+def read_tags(table: FileStoreTable) -> list[tuple[str, Snapshot]]:
+    """Every tag as (name, snapshot), ordered by snapshot id then name."""
+    out: list[tuple[str, Snapshot]] = []
+    for st in table.file_io.list_status(table.paths.tag_dir):
+        name = st.path.rsplit("/", 1)[-1]
+        if st.is_dir or not name.startswith(TAG_PREFIX):
+            continue
+        try:
+            snap = Snapshot.from_json(table.file_io.read_text(st.path), st.path)
+        except CorruptFileError:
+            if table.file_io.exists(st.path):
+                raise
+            continue  # deleted while we listed
+        out.append((name[len(TAG_PREFIX):], snap))
+    out.sort(key=lambda t: (t[1].id, t[0]))
+    return out
+
+
+def tagged_snapshots(tags: Iterable[tuple[str, Snapshot]]) -> list[Snapshot]:
+    """One snapshot per tagged id, ascending."""
+    by_id: dict[int, Snapshot] = {}
+    for _, snap in tags:
+        by_id.setdefault(snap.id, snap)
+    return [by_id[i] for i in sorted(by_id)]
+
+
+def consumer_min_next_snapshot(table: FileStoreTable) -> int | None:
+    """The smallest ``nextSnapshot`` of Paimon consumers (``consumer/consumer-<id>``): a
+    streaming reader still needs that snapshot and everything after it."""
+    found: list[int] = []
+    for st in table.file_io.list_status(consumer_dir(table)):
+        if st.is_dir or not st.path.rsplit("/", 1)[-1].startswith("consumer-"):
+            continue
+        try:
+            value = json.loads(table.file_io.read_text(st.path)).get("nextSnapshot")
+        except (CorruptFileError, ValueError, AttributeError):
+            continue
+        if isinstance(value, int):
+            found.append(value)
+    return min(found) if found else None
+
+
+# -- manifests -----------------------------------------------------------------------------
+def list_or_none(mio: ManifestIO, name: str | None) -> list[ManifestFileMeta] | None:
+    """Best effort: a manifest list, or None when it is missing or unreadable."""
+    if not name:
+        return []
+    try:
+        return mio.read_manifest_list(name)
+    except CorruptFileError:
+        return None
+
+
+def entries_or_none(mio: ManifestIO, list_name: str | None) -> list[ManifestEntry] | None:
+    """Best effort: the entries of every manifest of a list, or None if any is gone."""
+    metas = list_or_none(mio, list_name)
+    if metas is None:
+        return None
+    try:
+        return mio.read_entries(metas)
+    except CorruptFileError:
+        return None
+
+
+def metadata_names(mio: ManifestIO, snap: Snapshot) -> set[str]:
+    """Strict: the manifest lists (base, delta, changelog) of ``snap`` and their manifests."""
+    names: set[str] = set()
+    for list_name in (snap.base_manifest_list, snap.delta_manifest_list,
+                      snap.changelog_manifest_list):
+        if not list_name:
+            continue
+        names.add(list_name)
+        names.update(m.file_name for m in mio.read_manifest_list(list_name))
+    return names
+
+
+def live_entries(mio: ManifestIO, snap: Snapshot) -> dict[tuple, ManifestEntry]:
+    """Strict: the live data files of ``snap`` (base + delta merged)."""
+    metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(
+        snap.delta_manifest_list)
+    return merge_entries(mio.read_entries(metas))
+
+
+def file_key(e: ManifestEntry) -> FileKey:
+    return (e.partition, e.bucket, e.file.file_name)
+
+
+def live_file_keys(mio: ManifestIO, snap: Snapshot) -> set[FileKey]:
+    return {file_key(e) for e in live_entries(mio, snap).values()}
+
+
+def added_entries(entries: Iterable[ManifestEntry]) -> Iterable[ManifestEntry]:
+    return (e for e in entries if e.kind is FileKind.ADD)
+
+
+class DataPaths:
+    """Paths of data files (and their extra files) from manifest entries, bucket dirs cached."""
+
+    def __init__(self, table: FileStoreTable) -> None:
+        self.table = table
+        self._dirs: dict[tuple[bytes, int], str] = {}
+
+    def bucket_dir(self, partition: bytes, bucket: int) -> str:
+        key = (partition, bucket)
+        d = self._dirs.get(key)
+        if d is None:
+            values = self.table.partition_codec.decode(partition)
+            d = self._dirs[key] = self.table.paths.bucket_path(values, bucket)
+        return d
+
+    def refs(self, partition: bytes, bucket: int, f: DataFileMeta) -> list[FileRef]:
+        """The file itself and its extra files (index files kept beside it)."""
+        d = self.bucket_dir(partition, bucket)
+        main = f.external_path or f"{d}/{f.file_name}"
+        return [FileRef(main, f.file_size)] + [FileRef(f"{d}/{x}", 0) for x in f.extra_files]
+
+
+def list_ref(table: FileStoreTable, name: str, size: int | None) -> FileRef:
+    """A manifest (list) file; its size from the snapshot when recorded, else from storage."""
+    path = table.paths.manifest_path(name)
+    if size is None:
+        try:
+            size = table.file_io.get_status(path).size
+        except CorruptFileError:
+            size = 0
+    return FileRef(path, size)
+
+
+def delete_files(table: FileStoreTable, files: Iterable[FileRef],
+                 crash_step: str | None = None) -> tuple[int, int]:
+    """Delete quietly (idempotent); returns (files deleted now, their bytes)."""
+    n = size = 0
+    for i, f in enumerate(files):
+        if table.file_io.delete_quietly(f.path):
+            n += 1
+            size += f.size
+        if i == 0 and crash_step:
+            crash_point(crash_step)
+    return n, size
+
+
+def remove_empty_dirs(table: FileStoreTable, dirs: Iterable[str]) -> None:
+    """``snapshot.clean-empty-directories``: drop bucket and partition directories that became
+    empty, deepest first. Local filesystems only: ``os.rmdir`` refuses a directory a writer
+    just put a file into, whereas object stores have no directories to leave behind."""
+    if not table.file_io.is_local:
+        return
+    root = table.table_path
+    todo = sorted(set(dirs), key=lambda d: -d.count("/"))
+    seen: set[str] = set()
+    while todo:
+        d = todo.pop(0)
+        if d in seen or not d.startswith(root + "/"):
+            continue
+        seen.add(d)
+        try:
+            os.rmdir(d)
+        except OSError:
+            continue
+        parent = d.rsplit("/", 1)[0]
+        if parent != root:
+            todo.append(parent)
+            todo.sort(key=lambda x: -x.count("/"))

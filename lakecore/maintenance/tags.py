@@ -1,0 +1,190 @@
+"""Tags: ``tag/tag-<name>`` holds the tagged snapshot's JSON, exactly as Paimon writes a tag
+without a retention. A tag pins its snapshot: expiry keeps every file and manifest it needs.
+
+Deleting a tag whose snapshot has already expired also removes the files only that tag still
+held (Paimon's ``TagManager.deleteTag``): its live files that neither neighbour — the previous
+tag, and the earlier of the next tag and the earliest snapshot — holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from lakecore.errors import (
+    CorruptFileError,
+    MaintenanceError,
+    SnapshotNotExistError,
+    TagAlreadyExistError,
+    TagNotExistError,
+)
+from lakecore.format.snapshot import Snapshot
+from lakecore.maintenance.refs import (
+    TAG_PREFIX,
+    DataPaths,
+    FileRef,
+    added_entries,
+    delete_files,
+    entries_or_none,
+    list_or_none,
+    list_ref,
+    live_entries,
+    live_file_keys,
+    metadata_names,
+    read_tags,
+    snapshot_or_none,
+)
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+
+@dataclass(frozen=True)
+class TagInfo:
+    name: str
+    snapshot_id: int
+    commit_kind: str
+    time_millis: int
+    total_record_count: int
+
+    @staticmethod
+    def of(name: str, snap: Snapshot) -> TagInfo:
+        return TagInfo(name, snap.id, snap.commit_kind.value, snap.time_millis,
+                       snap.total_record_count)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def check_tag_name(name: str) -> None:
+    bad = (not name or not name.strip() or name in (".", "..") or "/" in name or "\\" in name
+           or any(ord(c) < 32 for c in name))
+    if bad:
+        raise MaintenanceError(f"invalid tag name {name!r}: blank, a path separator, '.'/'..' "
+                               "or control characters")
+
+
+def list_tags(table: FileStoreTable) -> list[TagInfo]:
+    """Every tag, ordered by snapshot id then name."""
+    return [TagInfo.of(n, s) for n, s in read_tags(table)]
+
+
+def tag_snapshot(table: FileStoreTable, name: str) -> Snapshot:
+    """The snapshot a tag pins (its files are kept even after the snapshot expired)."""
+    check_tag_name(name)
+    path = table.paths.tag_path(name)
+    try:
+        return Snapshot.from_json(table.file_io.read_text(path), path)
+    except CorruptFileError:
+        if not table.file_io.exists(path):
+            raise TagNotExistError(f"tag {name!r} does not exist in {table.identifier}") from None
+        raise
+
+
+def scan_tag_snapshot(table: FileStoreTable) -> Snapshot | None:
+    """For ``TableScan``: the snapshot named by ``scan.tag-name``, or None when unset."""
+    name = table.options.scan_tag_name
+    return None if name is None else tag_snapshot(table, name)
+
+
+def create_tag(
+    table: FileStoreTable,
+    name: str,
+    snapshot_id: int | None = None,
+    *,
+    ignore_if_exists: bool = False,
+) -> TagInfo:
+    """Tag ``snapshot_id`` (default: the latest snapshot). Created atomically if absent."""
+    check_tag_name(name)
+    sm = table.snapshot_manager
+    sid = snapshot_id if snapshot_id is not None else sm.latest_id()
+    if sid is None:
+        raise SnapshotNotExistError(f"{table.identifier} has no snapshot to tag")
+    snap = sm.snapshot(sid)
+    if not table.file_io.try_create(table.paths.tag_path(name), snap.to_json().encode()):
+        if ignore_if_exists:
+            return TagInfo.of(name, tag_snapshot(table, name))
+        raise TagAlreadyExistError(f"tag {name!r} already exists in {table.identifier}")
+    return TagInfo.of(name, snap)
+
+
+@dataclass(frozen=True)
+class TagDeleteReport:
+    dry_run: bool
+    name: str
+    snapshot_id: int
+    files: tuple[FileRef, ...]
+    files_removed: int
+    bytes_removed: int
+    note: str = ""
+
+    def to_dict(self, paths: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"operation": "delete-tag", "dry_run": self.dry_run,
+                               "tag": self.name, "snapshot_id": self.snapshot_id,
+                               "files_removed": self.files_removed,
+                               "bytes_removed": self.bytes_removed, "note": self.note}
+        if paths:
+            out["paths"] = [{"path": f.path, "size": f.size} for f in self.files]
+        return out
+
+
+def plan_tag_cleanup(table: FileStoreTable, name: str) -> tuple[Snapshot, list[FileRef], str]:
+    """The files deleting tag ``name`` frees: none while its snapshot exists or another tag
+    pins the same snapshot; otherwise what no neighbour holds."""
+    snap = tag_snapshot(table, name)
+    sm = table.snapshot_manager
+    if snapshot_or_none(table, snap.id) is not None:
+        return snap, [], "snapshot still exists; only the tag file goes"
+    tags = read_tags(table)
+    if sum(1 for _, s in tags if s.id == snap.id) > 1:
+        return snap, [], "another tag pins the same snapshot; only the tag file goes"
+    earliest = sm.earliest_id()
+    if earliest is not None and earliest < snap.id:
+        return snap, [], ("the tagged snapshot is missing but later than the earliest snapshot; "
+                          "files left to orphan-file removal")
+    left = [s for _, s in tags if s.id < snap.id]
+    right = [s for _, s in tags if s.id > snap.id]
+    neighbours = left[-1:]
+    right_candidates = right[:1] + ([sm.snapshot(earliest)] if earliest is not None else [])
+    if right_candidates:
+        neighbours.append(min(right_candidates, key=lambda s: s.id))
+    mio = table.manifest_io()
+    keep_files = set().union(*(live_file_keys(mio, s) for s in neighbours))
+    keep_meta = set().union(*(metadata_names(mio, s) for s in neighbours))
+    paths = DataPaths(table)
+    files: dict[str, FileRef] = {}
+    for e in live_entries(mio, snap).values():
+        if (e.partition, e.bucket, e.file.file_name) in keep_files:
+            continue
+        for ref in paths.refs(e.partition, e.bucket, e.file):
+            files.setdefault(ref.path, ref)
+    for e in added_entries(entries_or_none(mio, snap.changelog_manifest_list) or ()):
+        for ref in paths.refs(e.partition, e.bucket, e.file):
+            files.setdefault(ref.path, ref)
+    for list_name, size in ((snap.base_manifest_list, snap.base_manifest_list_size),
+                            (snap.delta_manifest_list, snap.delta_manifest_list_size),
+                            (snap.changelog_manifest_list, snap.changelog_manifest_list_size)):
+        if not list_name or list_name in keep_meta:
+            continue
+        for m in list_or_none(mio, list_name) or ():
+            if m.file_name not in keep_meta:
+                ref = FileRef(table.paths.manifest_path(m.file_name), m.file_size)
+                files.setdefault(ref.path, ref)
+        ref = list_ref(table, list_name, size)
+        files.setdefault(ref.path, ref)
+    return snap, list(files.values()), ""
+
+
+def delete_tag(table: FileStoreTable, name: str, *, dry_run: bool = True) -> TagDeleteReport:
+    """Delete a tag (the tag file first, then the files only it held)."""
+    snap, files, note = plan_tag_cleanup(table, name)
+    if dry_run:
+        return TagDeleteReport(True, name, snap.id, tuple(files), len(files),
+                               sum(f.size for f in files), note)
+    table.file_io.delete_quietly(table.paths.tag_path(name))
+    n, size = delete_files(table, files)
+    return TagDeleteReport(False, name, snap.id, tuple(files), n, size, note)
+
+
+__all__ = ["TAG_PREFIX", "TagDeleteReport", "TagInfo", "check_tag_name", "create_tag",
+           "delete_tag", "list_tags", "plan_tag_cleanup", "scan_tag_snapshot", "tag_snapshot"]

@@ -1,0 +1,163 @@
+"""What runs on the executors: the bucket function, the write task, the compaction task and
+the read task. Each is a small picklable value whose ``__call__`` Spark invokes; they see
+Arrow batches (or a few pickled plans), never Python rows."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from lakecore.errors import SchemaError
+from lakecore.format.bucket import bucket_ids
+from lakecore.read.predicate import Predicate
+from lakecore.spark.faults import pause_point
+from lakecore.spark.table_ref import TableRef
+from lakecore.types import DataType, to_arrow
+from lakecore.write.commit_message import serialize_messages
+from lakecore.write.table_write import TableWrite
+
+BUCKET_COLUMN = "__lakecore_bucket"
+WRITE_RESULT_DDL = "messages binary, rows bigint, files int, bytes bigint"
+SPLIT_COLUMN = "split"
+# Spark hands Python ~10k-row batches; lakecore's writer works better on bigger ones.
+WRITE_BATCH_ROWS = 256 * 1024
+
+
+def _cast_key(name: str, col: pa.Array, t: DataType) -> pa.Array:
+    target = to_arrow(t)
+    if col.type == target:
+        return col
+    try:
+        return col.cast(target, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise SchemaError(f"column {name!r}: cannot cast {col.type} to the table's type {t} ({e})"
+                          ) from e
+
+
+def bucket_function(
+    key_names: Sequence[str], key_types: Sequence[DataType], num_buckets: int
+) -> Callable[..., pa.Array]:
+    """An Arrow scalar function: bucket-key columns -> Paimon's bucket of each row (int32).
+    Keys are cast to the table's types first, exactly as the writer will cast them."""
+    names, types = list(key_names), list(key_types)
+
+    def paimon_bucket(*cols: pa.Array) -> pa.Array:
+        keys = [_cast_key(n, c, t) for n, c, t in zip(names, cols, types)]
+        return pa.array(bucket_ids(keys, types, num_buckets), pa.int32())
+
+    return paimon_bucket
+
+
+def _result_batch(blob: bytes, rows: int, files: int, size: int) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
+        {"messages": [blob], "rows": [rows], "files": [files], "bytes": [size]},
+        schema=pa.schema([("messages", pa.binary()), ("rows", pa.int64()),
+                          ("files", pa.int32()), ("bytes", pa.int64())]),
+    )
+
+
+@dataclass(frozen=True)
+class WriteTask:
+    """``mapInArrow`` body: every row of this Spark partition goes through one lakecore
+    writer in write-only mode; the task emits one row with its serialized CommitMessages."""
+
+    ref: TableRef
+    commit_user: str
+    static_partition: tuple[tuple[str, str], ...] | None
+    accumulator: Any  # pyspark Accumulator of serialized message lists
+
+    def _open(self) -> TableWrite:
+        table = self.ref.load().copy({"write-only": "true"})
+        w = table.new_stream_write_builder().with_commit_user(self.commit_user).new_write()
+        if self.static_partition:
+            w.with_static_partition(dict(self.static_partition))
+        return w
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        writer: TableWrite | None = None
+        pending: list[pa.RecordBatch] = []
+        pending_rows = rows = 0
+        try:
+            for batch in batches:
+                if batch.num_rows == 0:
+                    continue
+                pending.append(batch)
+                pending_rows += batch.num_rows
+                if pending_rows >= WRITE_BATCH_ROWS:
+                    writer = writer or self._open()
+                    rows += self._flush(writer, pending)
+                    pending, pending_rows = [], 0
+            if pending:
+                writer = writer or self._open()
+                rows += self._flush(writer, pending)
+            messages = writer.prepare_commit() if writer is not None else []
+        except BaseException:
+            if writer is not None:
+                writer.abort()  # this attempt's files go; a retry writes its own
+            raise
+        if not messages:
+            return
+        blob = serialize_messages(messages)
+        self.accumulator.add([blob])
+        pause_point("write")
+        files = [f for m in messages for f in m.new_files]
+        yield _result_batch(blob, rows, len(files), sum(f.file_size for f in files))
+
+    @staticmethod
+    def _flush(writer: TableWrite, batches: list[pa.RecordBatch]) -> int:
+        data = pa.Table.from_batches(batches)
+        if BUCKET_COLUMN in data.column_names:
+            data = data.drop_columns([BUCKET_COLUMN])
+        writer.write_arrow(data)
+        return data.num_rows
+
+
+@dataclass(frozen=True)
+class CompactTask:
+    """``mapPartitions`` body over pickled compaction ``BucketTask``s: rewrite each bucket
+    on this executor, yield the serialized CommitMessages."""
+
+    ref: TableRef
+    full: bool
+    accumulator: Any
+
+    def __call__(self, tasks: Iterable[Any]) -> Iterator[bytes]:
+        from lakecore.compact.job import run_bucket_task
+
+        table = self.ref.load().copy({"write-only": "true"})
+        for task in tasks:
+            message = run_bucket_task(table, task, self.full)
+            if message is None or message.is_empty():
+                continue
+            blob = serialize_messages([message])
+            self.accumulator.add([blob])
+            yield blob
+
+
+@dataclass(frozen=True)
+class ReadTask:
+    """``mapInArrow`` body over pickled splits: read and merge each split with lakecore and
+    stream its batches in the Arrow schema Spark expects."""
+
+    ref: TableRef
+    projection: tuple[str, ...] | None
+    predicate: Predicate | None
+    target: pa.Schema
+
+    def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from lakecore.spark.types import cast_batch
+
+        rb = self.ref.load().new_read_builder().with_filter(self.predicate)
+        if self.projection is not None:
+            rb = rb.with_projection(list(self.projection))
+        read = rb.new_read()
+        for batch in batches:
+            for blob in batch.column(SPLIT_COLUMN).to_pylist():
+                reader = read.to_arrow_batch_reader([pickle.loads(blob)])
+                for out in reader:
+                    if out.num_rows:
+                        yield cast_batch(out, self.target)

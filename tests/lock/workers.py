@@ -1,0 +1,78 @@
+"""Child processes for the lock tests: ``python -m tests.lock.workers <command> <json args>``.
+
+* ``counter``: N times, under the lock, read an integer from a file, pause, write it + 1.
+* ``hold``: take the lock, write a marker file, then sleep until killed.
+* ``commit``: N small APPEND commits to a table through a catalog with the lock options.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+
+def counter(args: dict[str, Any]) -> None:
+    from lakecore.lock import SqlCatalogLock
+
+    lock = SqlCatalogLock(args["url"], catalog_key=args["key"],
+                          check_max_sleep=timedelta(milliseconds=50))
+    path = Path(args["file"])
+
+    def bump() -> None:
+        value = int(path.read_text() or "0")
+        time.sleep(0.002)  # widen the race a missing lock would lose
+        path.write_text(str(value + 1))
+
+    for _ in range(args["n"]):
+        lock.run_with_lock("db", "t", bump)
+    lock.close()
+
+
+def hold(args: dict[str, Any]) -> None:
+    from lakecore.lock import SqlCatalogLock
+
+    lock = SqlCatalogLock(args["url"], catalog_key=args["key"],
+                          expire=timedelta(seconds=args["expire"]))
+
+    def forever() -> None:
+        Path(args["marker"]).write_text("held")
+        while True:
+            time.sleep(60)
+
+    lock.run_with_lock("db", "t", forever)
+
+
+def commit(args: dict[str, Any]) -> None:
+    from lakecore import CatalogFactory
+    from lakecore.errors import CommitTimeoutError
+
+    catalog = CatalogFactory.create(args["catalog"])
+    table = catalog.get_table(args["table"])
+    builder = table.new_stream_write_builder().with_commit_user(args["user"])
+    commit = builder.new_commit()
+    base, retries = args["base"], 0
+    for ident in range(1, args["n"] + 1):
+        write = builder.new_write()
+        ids = [base + ident * 10 + k for k in range(args["rows"])]
+        write.write_arrow(pa.table({"id": pa.array(ids, pa.int64()),
+                                    "writer": pa.array([args["user"]] * len(ids))}))
+        messages = write.prepare_commit(ident)
+        while True:
+            try:
+                commit.commit(messages, ident)
+                break
+            except CommitTimeoutError:  # lost the race too often: retry, same identifier
+                retries += 1
+        write.close()
+    print(json.dumps({"user": args["user"], "retries": retries}))
+    catalog.close()
+
+
+if __name__ == "__main__":
+    {"counter": counter, "hold": hold, "commit": commit}[sys.argv[1]](json.loads(sys.argv[2]))

@@ -1,0 +1,103 @@
+"""``MergeSpec.from_options`` reads Paimon's option keys with Paimon's defaults."""
+
+from __future__ import annotations
+
+import pytest
+
+from lakecore.errors import OptionError
+from lakecore.merge import AggFunc, MergeEngine, MergeSpec, RowKind
+
+COLS = dict(key_columns=("_KEY_id",), value_columns=("dt", "id", "a", "b", "s", "ts"),
+            primary_keys=("dt", "id"))
+
+
+def test_defaults():
+    spec = MergeSpec.from_options({}, **COLS)
+    assert spec.engine is MergeEngine.DEDUPLICATE
+    assert spec.sequence_fields == () and not spec.ignore_delete
+    assert not spec.remove_record_on_delete
+
+
+def test_aggregation_options():
+    spec = MergeSpec.from_options(
+        {
+            "merge-engine": "aggregation",
+            "sequence.field": "ts, b",
+            "fields.a.aggregate-function": "sum",
+            "fields.s.aggregate-function": "listagg",
+            "fields.s.list-agg-delimiter": "|",
+            "fields.a.ignore-retract": "true",
+            "fields.b.aggregate-function": "first_not_null_value",  # legacy spelling
+            "fields.default-aggregate-function": "max",
+            "aggregation.remove-record-on-delete": "TRUE",
+        },
+        **COLS,
+    )
+    assert spec.sequence_fields == ("ts", "b")
+    assert spec.remove_record_on_delete and spec.ignore_retract == {"a"}
+    # AggregateMergeFunction.getAggFuncName: sequence field, primary key, field, default
+    assert spec.aggregate_function("ts") is AggFunc.LAST_VALUE
+    assert spec.aggregate_function("b") is AggFunc.LAST_VALUE
+    assert spec.aggregate_function("id") is AggFunc.PRIMARY_KEY
+    assert spec.aggregate_function("dt") is AggFunc.PRIMARY_KEY
+    assert spec.aggregate_function("a") is AggFunc.SUM
+    assert spec.aggregate_function("s") is AggFunc.LISTAGG
+    assert spec.listagg_delimiter("s") == "|" and spec.listagg_delimiter("a") == ","
+
+
+def test_aggregation_default_function_is_last_non_null_value():
+    spec = MergeSpec.from_options({"merge-engine": "aggregation"}, **COLS)
+    assert spec.aggregate_function("a") is AggFunc.LAST_NON_NULL_VALUE
+
+
+@pytest.mark.parametrize("key", ["ignore-delete", "first-row.ignore-delete",
+                                 "deduplicate.ignore-delete", "partial-update.ignore-delete"])
+def test_ignore_delete_and_its_aliases(key):
+    assert MergeSpec.from_options({key: "true"}, **COLS).ignore_delete
+
+
+def test_remove_record_on_delete_is_read_for_its_own_engine():
+    opts = {"partial-update.remove-record-on-delete": "true"}
+    assert MergeSpec.from_options({"merge-engine": "partial-update", **opts},
+                                  **COLS).remove_record_on_delete
+    assert not MergeSpec.from_options({"merge-engine": "aggregation", **opts},
+                                      **COLS).remove_record_on_delete
+
+
+@pytest.mark.parametrize(
+    "options, key",
+    [
+        ({"merge-engine": "nope"}, "merge-engine"),
+        ({"ignore-delete": "yes"}, "ignore-delete"),
+        ({"merge-engine": "aggregation", "fields.a.aggregate-function": "avg"},
+         "fields.a.aggregate-function"),
+        ({"fields.default-aggregate-function": "primary_key"}, "fields.default-aggregate-function"),
+        ({"sequence.field": "nope"}, "sequence.field"),
+        ({"merge-engine": "partial-update", "fields.ts.sequence-group": "a"},
+         "fields.ts.sequence-group"),
+        ({"sequence.field": "ts", "sequence.field.sort-order": "descending"},
+         "sequence.field.sort-order"),
+        ({"merge-engine": "partial-update", "fields.default-aggregate-function": "sum"},
+         "fields.a.aggregate-function"),
+    ],
+)
+def test_bad_options_name_their_key(options, key):
+    with pytest.raises(OptionError) as e:
+        MergeSpec.from_options(options, **COLS)
+    assert e.value.key == key
+
+
+def test_row_kinds():
+    assert [k.short_string for k in RowKind] == ["+I", "-U", "+U", "-D"]
+    assert [k.is_retract for k in RowKind] == [False, True, False, True]
+
+
+def test_spec_is_frozen_and_hashable():
+    spec = MergeSpec.from_options({"merge-engine": "aggregation",
+                                   "fields.a.aggregate-function": "sum"}, **COLS)
+    with pytest.raises(AttributeError):
+        spec.engine = MergeEngine.FIRST_ROW  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        spec.aggregate_functions["a"] = AggFunc.MAX  # type: ignore[index]
+    assert hash(spec) == hash(MergeSpec.from_options(
+        {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"}, **COLS))
