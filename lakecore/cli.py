@@ -39,6 +39,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("inspect", help="snapshots and live files per partition/bucket/level")
     _common(p)
     p.add_argument("--max-snapshots", type=int, default=20)
+    p = sub.add_parser("compact", help="compact buckets that need it; one COMPACT snapshot")
+    _common(p)
+    p.add_argument("--partition", action="append", default=[], metavar="K=V[,K=V]",
+                   help="only these partitions (repeatable)")
+    p.add_argument("--full", action="store_true", help="full compaction to the max level")
     return parser
 
 
@@ -55,6 +60,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "inspect":
             report = inspect_table(table, args.max_snapshots)
             print(json.dumps(report) if args.json else format_report(report))
+        elif args.command == "compact":
+            parts = [_options(p.split(",")) for p in args.partition] or None
+            result = table.compact(parts, full=args.full).to_dict()
+            if args.json:
+                print(json.dumps(result))
+            else:
+                print(f"compacted {result['buckets']} bucket(s): {result['files_before']} -> "
+                      f"{result['files_after']} files, snapshots {list(result['snapshot_ids'])}"
+                      + (f" ({result['skipped_reason']})" if result["skipped_reason"] else ""))
         return 0
     except LakecoreError as e:
         print(f"error: {e}", file=sys.stderr)

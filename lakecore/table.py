@@ -15,6 +15,7 @@ from lakecore.schema import TableSchema
 from lakecore.snapshot_manager import SnapshotManager
 
 if TYPE_CHECKING:
+    from lakecore.compact.job import CompactReport
     from lakecore.read.read_builder import ReadBuilder
     from lakecore.write.write_builder import BatchWriteBuilder, StreamWriteBuilder
 
@@ -118,6 +119,17 @@ class FileStoreTable:
         from lakecore.write.write_builder import StreamWriteBuilder
 
         return StreamWriteBuilder(self)
+
+    def compact(
+        self,
+        partitions: list[dict[str, Any]] | None = None,
+        full: bool = False,
+        commit_user: str | None = None,
+    ) -> CompactReport:
+        """Dedicated compaction of every bucket that needs it; one COMPACT snapshot."""
+        from lakecore.compact.job import compact
+
+        return compact(self, partitions, full, commit_user)
 
     def new_read_builder(self) -> ReadBuilder:
         from lakecore.read.read_builder import ReadBuilder

@@ -58,6 +58,7 @@ T = TypeVar("T")
 TABLE_NAME = "lakecore_catalog_locks"
 LOCK_ID_MAX_LENGTH = 255  # Paimon's lock-key-max-length default; fits a MySQL utf8mb4 key
 MIN_SLEEP_SECONDS = 0.01
+HOLDER_CHECK_SECONDS = 1.0
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
 
@@ -277,26 +278,35 @@ class SqlCatalogLock:
             self.release(lock_id, owner)
 
     def acquire(self, lock_id: str, owner: str) -> None:
-        """Insert the row, waiting with capped exponential backoff; raise on timeout."""
+        """Insert the row, waiting with capped exponential backoff; raise on timeout.
+
+        After a lost insert the holder's row is read (is it stale? who is it?) on the first
+        loss, then at most every ``HOLDER_CHECK_SECONDS`` and at the deadline, so waiters
+        add little load to the metadata database.
+        """
         start = self.clock()
         deadline = start + self.acquire_timeout.total_seconds()
         cap = max(MIN_SLEEP_SECONDS, self.check_max_sleep.total_seconds())
         backoff = MIN_SLEEP_SECONDS
         holder: LockHolder | None = None
+        looked_at: float | None = None
         while True:
             if self._try_insert(lock_id, owner):
                 return
-            current = self._holder(lock_id)
-            if current is not None and current.stale:
-                if self._delete_stale(current):
-                    log.warning("took over stale catalog lock %s from %s (acquired %s, "
-                                "expired %s)", lock_id, current.owner,
-                                current.acquired_at.isoformat(), current.expires_at.isoformat())
-                continue  # retry the insert at once
             now = self.clock()
-            if current is None and now < deadline:
-                continue  # released between our insert and our look: try again at once
-            holder = current or holder
+            if looked_at is None or now - looked_at >= HOLDER_CHECK_SECONDS or now >= deadline:
+                looked_at = now
+                current = self._holder(lock_id)
+                if current is not None and current.stale:
+                    if self._delete_stale(current):
+                        log.warning("took over stale catalog lock %s from %s (acquired %s, "
+                                    "expired %s)", lock_id, current.owner,
+                                    current.acquired_at.isoformat(),
+                                    current.expires_at.isoformat())
+                    continue  # retry the insert at once
+                if current is None and now < deadline:
+                    continue  # released between our insert and our look: try again at once
+                holder = current or holder
             if now >= deadline:
                 raise CatalogLockTimeoutError(
                     lock_id, now - start,

@@ -7,7 +7,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +28,11 @@ from lakecore.table import FileStoreTable
 from lakecore.write.commit_message import CommitMessage
 
 log = logging.getLogger("lakecore.spark.ingest")
+Stage = Callable[[str], AbstractContextManager[None]]
+
+
+def no_stage(name: str) -> AbstractContextManager[None]:
+    return nullcontext()
 
 
 def default_commit_user(job: str, table: str, commit_identifier: int) -> str:
@@ -159,8 +165,10 @@ def ingest_dataframe(
     warehouse: str,
     request: IngestRequest,
     catalog_options: Mapping[str, str] | None = None,
+    stage: Stage = no_stage,
 ) -> IngestResult:
-    """Validate ``df`` against ``table``, write it on the executors, commit once."""
+    """Validate ``df`` against ``table``, write it on the executors, commit once.
+    ``stage(name)`` wraps the write and the commit (the jobs log and time them)."""
     base = IngestResult(table.identifier, request.commit_user, request.commit_identifier)
     if already_committed(table, request):
         log.info("(%s, %s) already committed: nothing to do", request.commit_user,
@@ -173,10 +181,12 @@ def ingest_dataframe(
             raise SchemaError(f"--overwrite-partition names non-partition column(s) {unknown}; "
                               f"partition keys are {table.partition_keys}")
     ref = TableRef.of(table, warehouse, catalog_options)
-    messages, rows = write_stage(spark, df, table, ref, request)
+    with stage("write"):
+        messages, rows = write_stage(spark, df, table, ref, request)
     stats = FileStats.of(messages)
-    log.info("write stage: %d rows -> %d files, %d bytes in %d bucket(s)", rows, stats.files,
+    log.info("wrote %d rows -> %d files, %d bytes in %d bucket(s)", rows, stats.files,
              stats.bytes, stats.buckets)
-    result = commit_stage(table, messages, request)
+    with stage("commit"):
+        result = commit_stage(table, messages, request)
     return IngestResult(table.identifier, request.commit_user, request.commit_identifier,
                         result.snapshot_ids, result.skipped, rows, stats)

@@ -61,15 +61,15 @@ def test_mutual_exclusion_many_threads(make_lock, tmp_path):
             inside[0] -= 1
 
     def worker() -> None:
-        for _ in range(15):
+        for _ in range(10):
             lock.run_with_lock("db", "t", bump)
 
-    threads = [threading.Thread(target=worker) for _ in range(8)]
+    threads = [threading.Thread(target=worker) for _ in range(6)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
-    assert int(counter.read_text()) == 8 * 15
+    assert int(counter.read_text()) == 6 * 10
     assert overlaps[0] == 0
     assert lock.holder("db", "t") is None
 
@@ -79,11 +79,11 @@ def test_mutual_exclusion_several_processes(lock_url, catalog_key, make_lock, tm
     make_lock().engine()  # create the table up front; also registers cleanup
     counter = tmp_path / "counter"
     counter.write_text("0")
-    args = {"url": lock_url, "key": catalog_key, "file": str(counter), "n": 25}
+    args = {"url": lock_url, "key": catalog_key, "file": str(counter), "n": 15}
     procs = [subprocess.Popen([sys.executable, "-m", "tests.lock.workers", "counter",
                                json.dumps(args)], env=child_env()) for _ in range(4)]
     assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
-    assert int(counter.read_text()) == 4 * 25
+    assert int(counter.read_text()) == 4 * 15
 
 
 @pytest.mark.slow

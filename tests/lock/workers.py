@@ -14,8 +14,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
 
 def counter(args: dict[str, Any]) -> None:
     from lakecore.lock import SqlCatalogLock
@@ -49,6 +47,8 @@ def hold(args: dict[str, Any]) -> None:
 
 
 def commit(args: dict[str, Any]) -> None:
+    import pyarrow as pa
+
     from lakecore import CatalogFactory
     from lakecore.errors import CommitTimeoutError
 

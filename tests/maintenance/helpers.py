@@ -7,6 +7,7 @@ import dataclasses
 import json
 import subprocess
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,61 @@ def assert_paimon_agrees(table: FileStoreTable, warehouse: Any) -> None:
         snap = latest if key[0] == "latest" else views[key]
         assert snap is not None
         assert paimon_rows == read_snapshot(table, snap), key
+
+
+def _live_by_bucket(table: FileStoreTable) -> dict[tuple[bytes, int], list[Any]]:
+    latest = table.snapshot_manager.latest()
+    assert latest is not None
+    groups: dict[tuple[bytes, int], list[Any]] = {}
+    for e in live_entries(table.manifest_io(), latest).values():
+        groups.setdefault((e.partition, e.bucket), []).append(e.file)
+    return groups
+
+
+def full_compact(table: FileStoreTable, level: int = 5) -> tuple[int, ...]:
+    """A COMPACT commit that rewrites every bucket into new files at ``level`` (what a full
+    compaction does; lakecore.compact is built elsewhere)."""
+    from lakecore.commit.file_store_commit import FileStoreCommit
+    from lakecore.write.commit_message import CommitMessage
+    from lakecore.write.table_write import TableWrite
+
+    groups = _live_by_bucket(table)
+    rb = table.new_read_builder()
+    data = rb.new_read().to_arrow(rb.new_scan().plan().splits())
+    w = TableWrite(table, "test-compactor")
+    w.write_arrow(data)
+    msgs = w.prepare_commit()
+    compact = []
+    for m in msgs:
+        for f in m.changelog_files:  # compaction writes no changelog here
+            table.file_io.delete_quietly(table.paths.data_file_path(m.partition, m.bucket,
+                                                                    f.file_name))
+        before = tuple(groups.pop((table.partition_codec.encode(m.partition), m.bucket), ()))
+        compact.append(CommitMessage(m.partition, m.bucket, m.total_buckets,
+                                     compact_before=before,
+                                     compact_after=tuple(f.upgrade(level) for f in m.new_files)))
+    return FileStoreCommit(table, f"test-compactor-{uuid.uuid4()}").commit(compact).snapshot_ids
+
+
+def upgrade_single_files(table: FileStoreTable, level: int = 5) -> tuple[int, ...]:
+    """An upgrade-only COMPACT commit: every bucket holding exactly one level-0 file moves it
+    to ``level`` without rewriting it (the same file name, now at another level)."""
+    from lakecore.commit.file_store_commit import FileStoreCommit
+    from lakecore.write.commit_message import CommitMessage
+
+    msgs = []
+    for (pbytes, bucket), files in _live_by_bucket(table).items():
+        if len(files) == 1 and files[0].level == 0:
+            f = files[0]
+            msgs.append(CommitMessage(table.partition_codec.decode(pbytes), bucket,
+                                      table.bucket, compact_before=(f,),
+                                      compact_after=(f.upgrade(level),)))
+    assert msgs, "no bucket with a single level-0 file"
+    return FileStoreCommit(table, f"test-upgrader-{uuid.uuid4()}").commit(msgs).snapshot_ids
+
+
+def data_files(table: FileStoreTable) -> set[str]:
+    """Names of every .parquet file under the table directory."""
+    return {s.path.rsplit("/", 1)[-1] for s in table.file_io.list_status(table.table_path,
+                                                                        recursive=True)
+            if s.path.endswith(".parquet")}

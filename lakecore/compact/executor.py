@@ -1,0 +1,149 @@
+"""Running one bucket's compaction: plan (pure) -> rewrite / upgrade (I/O) -> CompactResult."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lakecore.compact.keys import KeyOrder
+from lakecore.compact.levels import Levels
+from lakecore.compact.planner import plan_compaction
+from lakecore.compact.rewrite_plan import Rewrite, Upgrade
+from lakecore.compact.rewriter import MergeTreeRewriter
+from lakecore.compact.unit import CompactResult
+from lakecore.compact.universal import CompactStrategy, create_compact_strategy, needs_lookup
+from lakecore.format.manifest import DataFileMeta, FileSource
+from lakecore.kv_specs import file_writer_spec
+from lakecore.read.data_file_reader import iter_data_file
+from lakecore.write.data_file_writer import RollingFileWriter
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+log = logging.getLogger(__name__)
+
+
+def key_order(table: FileStoreTable) -> KeyOrder:
+    rt = table.schema.row_type
+    return KeyOrder.of([rt.field(k).type for k in table.schema.trimmed_primary_keys])
+
+
+class BucketCompactor:
+    """Compacts one (partition, bucket) of a primary-key table from a known file list."""
+
+    def __init__(self, table: FileStoreTable, partition: Sequence[Any], bucket: int,
+                 files: Sequence[DataFileMeta], strategy: CompactStrategy | None = None,
+                 chunk_rows: int = 128 * 1024) -> None:
+        self.table, self.partition, self.bucket = table, tuple(partition), bucket
+        self.chunk_rows = chunk_rows  # rows read per run per merge round: bounds memory
+        o = table.options
+        self.levels = Levels(key_order(table), list(files), o.num_levels)
+        self.strategy = strategy or create_compact_strategy(o, restore_files=files)
+        self.bytes_read = 0
+        self.bytes_written = 0
+
+    def compact(self, full: bool = False) -> CompactResult:
+        """One compaction (or, for tables that need lookup, until level 0 is empty)."""
+        o = self.table.options
+        lookup = needs_lookup(o)
+        result = CompactResult()
+        created: set[str] = set()
+        try:
+            while True:
+                task = plan_compaction(
+                    self.levels, self.strategy,
+                    target_file_size=o.target_file_size(True),
+                    small_file_ratio=o.compaction_small_file_ratio,
+                    full=full,
+                )
+                if task is None:
+                    break
+                step_result = self._execute(task.plan.steps)
+                created.update(f.file_name for f in step_result.after
+                               if f.file_source is FileSource.COMPACT
+                               and f.file_name not in {b.file_name for b in step_result.before})
+                self.levels = self.levels.update(step_result.before, step_result.after)
+                result = _chain(result, step_result, created, self)
+                if full or not (lookup and self.levels.level0):
+                    break
+        except BaseException:
+            self._delete([f for f in result.after if f.file_name in created])
+            raise
+        return result
+
+    def _execute(self, steps: Sequence[Rewrite | Upgrade]) -> CompactResult:
+        rewriter = MergeTreeRewriter(self.table, self.partition, self.bucket, self.chunk_rows)
+        before: list[DataFileMeta] = []
+        after: list[DataFileMeta] = []
+        written: list[DataFileMeta] = []
+        try:
+            for step in steps:
+                if isinstance(step, Upgrade):
+                    before.append(step.file)
+                    after.append(step.upgraded)
+                    continue
+                new = rewriter.rewrite(
+                    [[run.files for run in s] for s in step.sections],
+                    step.output_level, step.drop_delete,
+                )
+                written.extend(new)
+                before.extend(step.files)
+                after.extend(new)
+        except BaseException:
+            self._delete(written)  # the failing rewrite already removed its own files
+            raise
+        finally:
+            self.bytes_read += rewriter.bytes_read
+        self.bytes_written += sum(f.file_size for f in written)
+        return CompactResult(tuple(before), tuple(after))
+
+    def _delete(self, files: Sequence[DataFileMeta]) -> None:
+        for f in files:
+            self.table.file_io.delete_quietly(
+                self.table.paths.data_file_path(self.partition, self.bucket, f.file_name)
+            )
+
+
+def _chain(acc: CompactResult, nxt: CompactResult, created: set[str],
+           owner: BucketCompactor) -> CompactResult:
+    """Combine two consecutive results into one diff against the original files: a file made
+    by ``acc`` and consumed by ``nxt`` is an intermediate (deleted now, in neither list)."""
+    consumed = {f.file_name for f in nxt.before}
+    produced = {f.file_name for f in acc.after}
+    intermediate = consumed & produced
+    dead = [f for f in acc.after if f.file_name in intermediate and f.file_name in created
+            and f.file_name not in {a.file_name for a in nxt.after}]
+    owner._delete(dead)
+    before = list(acc.before) + [f for f in nxt.before if f.file_name not in produced]
+    after = [f for f in acc.after if f.file_name not in consumed] + list(nxt.after)
+    return CompactResult(tuple(before), tuple(after), acc.changelog + nxt.changelog)
+
+
+def compact_append_files(table: FileStoreTable, partition: Sequence[Any], bucket: int,
+                         groups: Sequence[Sequence[DataFileMeta]]) -> CompactResult:
+    """Rewrite each group of an append-only bucket into new files, rows in sequence order."""
+    spec = file_writer_spec(table)
+    before: list[DataFileMeta] = []
+    after: list[DataFileMeta] = []
+    names = table.schema.row_type.names
+    try:
+        for group in groups:
+            ordered = sorted(group, key=lambda f: f.min_sequence_number)
+            w = RollingFileWriter(table.file_io, table.paths, partition, bucket, spec, level=0,
+                                  file_source=FileSource.COMPACT,
+                                  first_sequence=ordered[0].min_sequence_number)
+            try:
+                for f in ordered:
+                    for chunk in iter_data_file(table, partition, bucket, f, names):
+                        w.write(chunk)
+                after.extend(w.close())
+            except BaseException:
+                w.abort()
+                raise
+            before.extend(ordered)
+    except BaseException:
+        for f in after:
+            table.file_io.delete_quietly(table.paths.data_file_path(partition, bucket, f.file_name))
+        raise
+    return CompactResult(tuple(before), tuple(after))

@@ -1,0 +1,208 @@
+"""Dedicated compaction: plan on the driver, run buckets anywhere, commit one COMPACT snapshot.
+
+``plan_compaction`` reads the latest snapshot once and returns picklable ``BucketTask``s for
+the buckets that have something to do (the pure planners decide, so "nothing to compact" is
+known before any executor starts). ``run_bucket_task`` compacts one bucket — it is what a
+Spark executor runs. ``commit_compaction`` commits the results; the commit checks that every
+rewritten input is still live and that outputs do not overlap a level >= 1 run, so it is safe
+while ingest jobs keep committing new level-0 files.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
+from lakecore.compact.append_compaction import AppendCompaction, full_bucketed, pick_bucketed
+from lakecore.compact.executor import BucketCompactor, compact_append_files, key_order
+from lakecore.compact.levels import Levels
+from lakecore.compact.planner import plan_compaction as plan_bucket
+from lakecore.compact.unit import CompactResult
+from lakecore.compact.universal import create_compact_strategy
+from lakecore.format.manifest import DataFileMeta
+from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
+from lakecore.manifest_io import merge_entries
+from lakecore.write.commit_message import CommitMessage
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+
+@dataclass(frozen=True)
+class BucketTask:
+    partition: tuple
+    bucket: int
+    total_buckets: int
+    files: tuple[DataFileMeta, ...]
+    snapshot_id: int
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.file_size for f in self.files)
+
+
+@dataclass(frozen=True)
+class CompactionPlan:
+    snapshot_id: int | None
+    tasks: tuple[BucketTask, ...]
+    buckets_considered: int
+    skipped_reason: str | None = None
+
+
+@dataclass
+class CompactReport:
+    table: str
+    full: bool
+    snapshot_ids: tuple[int, ...] = ()
+    buckets: int = 0
+    files_before: int = 0
+    files_after: int = 0
+    bytes_before: int = 0
+    bytes_after: int = 0
+    rows_after: int = 0
+    duration_s: float = 0.0
+    skipped_reason: str | None = None
+    details: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _live_buckets(table: FileStoreTable, snapshot_id: int
+                  ) -> dict[tuple[bytes, int], list[Any]]:
+    mio = table.manifest_io()
+    snap = table.snapshot_manager.snapshot(snapshot_id)
+    metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(
+        snap.delta_manifest_list
+    )
+    groups: dict[tuple[bytes, int], list[Any]] = defaultdict(list)
+    for e in merge_entries(mio.read_entries(metas)).values():
+        groups[(e.partition, e.bucket)].append(e)
+    return groups
+
+
+def _matches(partition: tuple, keys: Sequence[str],
+             partitions: Sequence[Mapping[str, Any]] | None) -> bool:
+    if not partitions:
+        return True
+    return any(partition_equals(dict(p), list(keys))(partition) for p in partitions)
+
+
+def _has_work(table: FileStoreTable, files: Sequence[DataFileMeta], full: bool) -> bool:
+    o = table.options
+    if table.is_primary_key_table:
+        levels = Levels(key_order(table), list(files), o.num_levels)
+        strategy = create_compact_strategy(o, restore_files=files)
+        return plan_bucket(levels, strategy, target_file_size=o.target_file_size(True),
+                           small_file_ratio=o.compaction_small_file_ratio, full=full) is not None
+    return bool(_append_groups(table, files, full))
+
+
+def _append_groups(table: FileStoreTable, files: Sequence[DataFileMeta], full: bool
+                   ) -> list[tuple[DataFileMeta, ...]]:
+    ac = AppendCompaction.from_options(table.options)
+    if table.options.bucket == -1:
+        return ac.pack_unaware(files)
+    if full:
+        picked = full_bucketed(files, compaction_file_size=ac.compaction_file_size)
+        return [picked] if picked else []
+    pick = pick_bucketed(files, min_file_num=ac.min_file_num, target_file_size=ac.target_file_size)
+    return [tuple(pick.compact_before)] if pick.compact_before else []
+
+
+def plan_compaction(table: FileStoreTable, partitions: Sequence[Mapping[str, Any]] | None = None,
+                    full: bool = False, max_buckets: int | None = None) -> CompactionPlan:
+    """The buckets of the latest snapshot that need compaction (optionally some partitions)."""
+    latest = table.snapshot_manager.latest_id()
+    if latest is None:
+        return CompactionPlan(None, (), 0, "the table has no snapshot yet")
+    codec = table.partition_codec
+    tasks = []
+    considered = 0
+    for (pbytes, bucket), entries in sorted(_live_buckets(table, latest).items()):
+        partition = codec.decode(pbytes)
+        if not _matches(partition, table.partition_keys, partitions):
+            continue
+        considered += 1
+        files = tuple(e.file for e in entries)
+        if _has_work(table, files, full):
+            tasks.append(BucketTask(partition, bucket, entries[0].total_buckets, files, latest))
+    tasks.sort(key=lambda t: -t.bytes)
+    if max_buckets is not None:
+        tasks = tasks[:max_buckets]
+    reason = None
+    if not tasks:
+        reason = (f"no bucket needs compaction ({considered} bucket(s) checked at snapshot "
+                  f"{latest}; {'full' if full else 'universal'} strategy)")
+    return CompactionPlan(latest, tuple(tasks), considered, reason)
+
+
+def run_bucket_task(table: FileStoreTable, task: BucketTask, full: bool) -> CommitMessage | None:
+    """Compact one bucket (writes files; commits nothing). Runs on a Spark executor as is."""
+    if table.is_primary_key_table:
+        result = BucketCompactor(table, task.partition, task.bucket, task.files).compact(full)
+    else:
+        groups = _append_groups(table, task.files, full)
+        result = compact_append_files(table, task.partition, task.bucket, groups) if groups \
+            else CompactResult()
+    if result.is_empty():
+        return None
+    return CommitMessage(
+        partition=task.partition,
+        bucket=task.bucket,
+        total_buckets=task.total_buckets,
+        compact_before=result.before,
+        compact_after=result.after,
+        compact_changelog_files=result.changelog,
+    )
+
+
+def commit_compaction(table: FileStoreTable, messages: Sequence[CommitMessage],
+                      commit_user: str | None = None,
+                      identifier: int = BATCH_COMMIT_IDENTIFIER,
+                      base_snapshot_id: int | None = None) -> CommitResult:
+    """One COMPACT snapshot; on a conflict the written files are deleted and the error raised."""
+    commit = FileStoreCommit(table, commit_user or f"compact-{uuid.uuid4()}")
+    commit.base_snapshot_id = base_snapshot_id
+    try:
+        return commit.commit(messages, identifier)
+    except BaseException:
+        commit.abort(messages)
+        raise
+
+
+def compact(table: FileStoreTable, partitions: Sequence[Mapping[str, Any]] | None = None,
+            full: bool = False, commit_user: str | None = None) -> CompactReport:
+    """Plan, run every bucket here, and commit: the dedicated compaction without Spark."""
+    start = time.monotonic()
+    plan = plan_compaction(table, partitions, full)
+    report = CompactReport(table.identifier, full, skipped_reason=plan.skipped_reason)
+    messages: list[CommitMessage] = []
+    try:
+        for task in plan.tasks:
+            m = run_bucket_task(table, task, full)
+            if m is not None:
+                messages.append(m)
+    except BaseException:
+        FileStoreCommit(table, "abort").abort(messages)
+        raise
+    if messages:
+        result = commit_compaction(table, messages, commit_user, base_snapshot_id=plan.snapshot_id)
+        report.snapshot_ids = result.snapshot_ids
+    for m in messages:
+        report.details.append({"partition": list(m.partition), "bucket": m.bucket,
+                               "files_before": len(m.compact_before),
+                               "files_after": len(m.compact_after)})
+    report.buckets = len(messages)
+    report.files_before = sum(len(m.compact_before) for m in messages)
+    report.files_after = sum(len(m.compact_after) for m in messages)
+    report.bytes_before = sum(f.file_size for m in messages for f in m.compact_before)
+    report.bytes_after = sum(f.file_size for m in messages for f in m.compact_after)
+    report.rows_after = sum(f.row_count for m in messages for f in m.compact_after)
+    report.duration_s = round(time.monotonic() - start, 3)
+    return report

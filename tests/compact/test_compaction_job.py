@@ -1,0 +1,170 @@
+"""Dedicated compaction end to end: real files, real commits, results equal to the model."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lakecore.cli import main as cli_main
+from lakecore.compact.job import compact, plan_compaction, run_bucket_task
+from lakecore.errors import CommitConflictError
+from lakecore.format.snapshot import CommitKind
+from tests.core.helpers import make_table, read, table_files, write
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
+                    ("v", pa.int64()), ("op", pa.string())])
+
+
+def table(tmp_path, **opts):
+    return make_table(str(tmp_path), SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
+                      options={"bucket": "2", "rowkind.field": "op", **opts})
+
+
+def batch(ids, dt, v, op="+I"):
+    ids = list(ids)
+    return pa.table({"id": ids, "dt": [dt] * len(ids), "v": [v] * len(ids),
+                     "op": [op] * len(ids)}, schema=SCHEMA)
+
+
+def live_files(t):
+    return [f for s in t.new_read_builder().new_scan().plan().splits() for f in s.files]
+
+
+def fill(t, commits=6):
+    model = {}
+    rng = np.random.default_rng(3)
+    for i in range(commits):
+        ids = rng.choice(500, 120, replace=False)
+        write(t, batch(ids, "a", i), batch(ids[:40], "b", i))
+        model.update({("a", int(k)): i for k in ids})
+        model.update({("b", int(k)): i for k in ids[:40]})
+    dels = [k for (d, k) in model if d == "a"][:30]
+    write(t, batch(dels, "a", None, "-D"))
+    for k in dels:
+        model.pop(("a", k))
+    return model
+
+
+def as_model(t):
+    return {(r["dt"], r["id"]): r["v"] for r in read(t)}
+
+
+def test_full_compaction_leaves_one_sorted_run_at_max_level(tmp_path):
+    t = table(tmp_path)
+    model = fill(t)
+    report = t.compact(full=True)
+    assert report.snapshot_ids and report.files_after < report.files_before
+    snap = t.snapshot_manager.snapshot(report.snapshot_ids[0])
+    assert snap.commit_kind is CommitKind.COMPACT
+    assert as_model(t) == model
+    max_level = t.options.num_levels - 1
+    for s in t.new_read_builder().new_scan().plan().splits():
+        assert {f.level for f in s.files} == {max_level}
+        # deletes are dropped at the max level
+        assert all(f.delete_row_count == 0 for f in s.files)
+    # nothing left to do
+    assert plan_compaction(t, full=True).tasks == ()
+    assert compact(t, full=True).skipped_reason
+
+
+def test_universal_compaction_triggers_on_run_count(tmp_path):
+    t = table(tmp_path, **{"num-sorted-run.compaction-trigger": "3"})
+    write(t, batch(range(10), "a", 1))
+    write(t, batch(range(5, 15), "a", 2))
+    assert plan_compaction(t).tasks == ()  # two runs < trigger
+    write(t, batch(range(12, 20), "a", 3))
+    plan = plan_compaction(t)
+    assert plan.tasks
+    t.compact()
+    assert {f.level for f in live_files(t)} - {0}  # moved up
+    assert as_model(t) == {("a", i): (1 if i < 5 else 2 if i < 12 else 3) for i in range(20)}
+
+
+def test_compaction_of_a_partition_only(tmp_path):
+    t = table(tmp_path)
+    model = fill(t, 3)
+    t.compact(partitions=[{"dt": "b"}], full=True)
+    levels = {(s.partition, f.level) for s in t.new_read_builder().new_scan().plan().splits()
+              for f in s.files}
+    assert {lv for (p, lv) in levels if p == ("a",)} == {0}
+    assert {lv for (p, lv) in levels if p == ("b",)} == {t.options.num_levels - 1}
+    assert as_model(t) == model
+
+
+def test_concurrent_ingest_between_plan_and_commit_is_not_a_conflict(tmp_path):
+    t = table(tmp_path)
+    model = fill(t, 3)
+    plan = plan_compaction(t, full=True)
+    msgs = [m for m in (run_bucket_task(t, task, True) for task in plan.tasks) if m]
+    write(t, batch(range(1000, 1010), "a", 99))  # unrelated new level-0 files
+    model.update({("a", i): 99 for i in range(1000, 1010)})
+    from lakecore.compact.job import commit_compaction
+
+    commit_compaction(t, msgs, "compactor", base_snapshot_id=plan.snapshot_id)
+    assert as_model(t) == model
+
+
+def test_two_compactions_of_the_same_files_conflict_and_the_loser_cleans_up(tmp_path):
+    t = table(tmp_path)
+    model = fill(t, 3)
+    from lakecore.compact.job import commit_compaction
+
+    plan = plan_compaction(t, full=True)
+    first = [m for m in (run_bucket_task(t, task, True) for task in plan.tasks) if m]
+    second = [m for m in (run_bucket_task(t, task, True) for task in plan.tasks) if m]
+    commit_compaction(t, first, "compactor-1", base_snapshot_id=plan.snapshot_id)
+    before = table_files(t)
+    with pytest.raises(CommitConflictError, match="compactor-2.*compactor-1"):
+        commit_compaction(t, second, "compactor-2", base_snapshot_id=plan.snapshot_id)
+    written = {f.file_name for m in second for f in m.compact_after}
+    assert not [f for f in table_files(t) if f.rsplit("/", 1)[-1] in written]
+    assert len(table_files(t)) == len(before) - len(written)
+    assert as_model(t) == model
+
+
+def test_compaction_streams_buckets_larger_than_a_chunk(tmp_path):
+    t = table(tmp_path, bucket="1")
+    n = 60_000
+    for i in range(4):
+        write(t, batch(range(i * 1000, n + i * 1000), "a", i))
+    from lakecore.compact.executor import BucketCompactor
+
+    split = t.new_read_builder().new_scan().plan().splits()[0]
+    # tiny chunks force many merge rounds over the four runs
+    bc = BucketCompactor(t, split.partition, split.bucket, split.files, chunk_rows=4096)
+    result = bc.compact(full=True)
+    assert sum(f.row_count for f in result.after) == n + 3000
+    from lakecore.compact.job import commit_compaction
+    from lakecore.write.commit_message import CommitMessage
+
+    commit_compaction(t, [CommitMessage(split.partition, split.bucket, 1,
+                                        compact_before=result.before,
+                                        compact_after=result.after)])
+    got = {r["id"]: r["v"] for r in read(t)}
+    assert len(got) == n + 3000
+    assert got[0] == 0 and got[n + 2999] == 3 and got[30_000] == 3
+
+
+def test_append_table_bin_packing(tmp_path):
+    schema = pa.schema([("k", pa.int64()), ("v", pa.string())])
+    t = make_table(str(tmp_path), schema, options={"bucket": "-1"})
+    for i in range(6):
+        write(t, pa.table({"k": [i] * 10, "v": [str(i)] * 10}, schema=schema))
+    before = sorted((r["k"], r["v"]) for r in read(t))
+    report = t.compact()
+    assert report.files_before == 6 and report.files_after == 1
+    assert sorted((r["k"], r["v"]) for r in read(t)) == before
+
+
+def test_cli_compact(tmp_path, capsys):
+    t = table(tmp_path)
+    model = fill(t, 2)
+    rc = cli_main(["compact", "--warehouse", str(tmp_path), "--table", "db.t", "--full",
+                   "--partition", "dt=a", "--json"])
+    assert rc == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["buckets"] == 2 and out["snapshot_ids"]
+    assert as_model(t) == model
