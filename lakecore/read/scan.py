@@ -71,7 +71,16 @@ class TableScan:
             snap.delta_manifest_list
         )
         live = merge_entries(mio.read_entries(metas)).values()
+        if self._skip_level0():
+            live = [e for e in live if e.file.level > 0]
         return Plan(self._splits(live, snap.id, changelog=False), snap.id)
+
+    def _skip_level0(self) -> bool:
+        """Paimon's batchScanSkipLevel0: a first-row table's level-0 files are not yet
+        deduplicated against higher levels (lookup compaction lifts them), so batch scans
+        read levels >= 1 only — exactly what Paimon's readers show."""
+        return (self.table.is_primary_key_table
+                and self.table.options.merge_engine.value == "first-row")
 
     def _plan_incremental(self, start: int, end: int) -> Plan:
         """Files added by snapshots in (start, end]: changelog files when a changelog producer

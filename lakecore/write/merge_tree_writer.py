@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
@@ -27,6 +27,9 @@ from lakecore.write.commit_message import CommitMessage
 from lakecore.write.data_file_writer import FileWriterSpec, RollingFileWriter
 from lakecore.write.kv import to_kv
 from lakecore.write.sorted_runs import merge_runs
+
+if TYPE_CHECKING:
+    from lakecore.compact.inline import InlineCompactor
 
 SPILL_CHUNK_ROWS = 256 * 1024
 
@@ -53,6 +56,7 @@ class MergeTreeWriter:
         spillable: bool,
         changelog_input: bool,
         spill_dir: str | None = None,
+        compactor: InlineCompactor | None = None,
     ) -> None:
         self.file_io, self.paths = file_io, paths
         self.partition, self.bucket, self.total_buckets = tuple(partition), bucket, total_buckets
@@ -67,6 +71,7 @@ class MergeTreeWriter:
         self.spill_count = 0
         self._changelog: RollingFileWriter | None = None
         self._data_writers: list[RollingFileWriter] = []
+        self.compactor = compactor  # None for write-only writers
 
     @property
     def buffered_bytes(self) -> int:
@@ -138,6 +143,15 @@ class MergeTreeWriter:
         self._release_buffers()
         new_files = tuple(f for w in self._data_writers for f in w.results)
         changelog = tuple(self._changelog.close()) if self._changelog else ()
+        before: tuple = ()
+        after: tuple = ()
+        if self.compactor is not None:
+            try:
+                result = self.compactor.after_flush(new_files)
+            except BaseException:
+                self.abort()
+                raise
+            before, after = result.before, result.after
         self._data_writers, self._changelog = [], None
         return CommitMessage(
             partition=self.partition,
@@ -145,6 +159,8 @@ class MergeTreeWriter:
             total_buckets=self.total_buckets,
             new_files=new_files,
             changelog_files=changelog,
+            compact_before=before,
+            compact_after=after,
         )
 
     def _release_buffers(self) -> None:

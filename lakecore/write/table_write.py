@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from lakecore.arrow_util import group_by_columns
+from lakecore.compact.inline import InlineCompactor
 from lakecore.errors import SchemaError
 from lakecore.format.bucket import bucket_ids
+from lakecore.format.manifest import DataFileMeta
 from lakecore.kv_specs import file_writer_spec, merge_spec_for
 from lakecore.manifest_io import merge_entries
 from lakecore.table import FileStoreTable
@@ -32,7 +35,7 @@ class TableWrite:
         self.schema = table.schema
         self.options = table.options
         self._writers: dict[tuple[tuple, int], Writer] = {}
-        self._restored: dict[tuple[bytes, int], int] | None = None
+        self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
         self._file_spec = file_writer_spec(table)
         self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
         self._partition_keys = list(self.schema.partition_keys)
@@ -86,10 +89,10 @@ class TableWrite:
                     f"{self._static_partition}"
                 )
 
-    def _restore_sequences(self) -> dict[tuple[bytes, int], int]:
-        """Max sequence number per (partition, bucket) of the latest snapshot."""
+    def _restore(self) -> dict[tuple[bytes, int], list[DataFileMeta]]:
+        """The live files per (partition, bucket) of the latest snapshot (read once)."""
         if self._restored is None:
-            self._restored = {}
+            self._restored = defaultdict(list)
             latest = self.table.snapshot_manager.latest()
             if latest is not None:
                 mio = self.table.manifest_io()
@@ -97,8 +100,7 @@ class TableWrite:
                     latest.delta_manifest_list
                 )
                 for e in merge_entries(mio.read_entries(metas)).values():
-                    k = (e.partition, e.bucket)
-                    self._restored[k] = max(self._restored.get(k, -1), e.file.max_sequence_number)
+                    self._restored[(e.partition, e.bucket)].append(e.file)
         return self._restored
 
     def _writer(self, partition: tuple, bucket: int) -> Writer:
@@ -107,7 +109,8 @@ class TableWrite:
         if w is not None:
             return w
         pbytes = self.table.partition_codec.encode(partition)
-        next_seq = self._restore_sequences().get((pbytes, bucket), -1) + 1
+        restored = self._restore().get((pbytes, bucket), [])
+        next_seq = max((f.max_sequence_number for f in restored), default=-1) + 1
         total = self.options.bucket
         if self._merge_spec is None:
             w = AppendOnlyWriter(self.table.file_io, self.table.paths, partition, bucket, total,
@@ -125,6 +128,8 @@ class TableWrite:
                 next_sequence=next_seq,
                 spillable=self.options.write_buffer_spillable,
                 changelog_input=self.options.changelog_producer.value == "input",
+                compactor=None if self.options.write_only
+                else InlineCompactor(self.table, partition, bucket, restored),
             )
         self._writers[key] = w
         return w

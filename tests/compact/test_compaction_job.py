@@ -18,7 +18,7 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(
 
 def table(tmp_path, **opts):
     return make_table(str(tmp_path), SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
-                      options={"bucket": "2", "rowkind.field": "op", **opts})
+                      options={"bucket": "2", "rowkind.field": "op", "write-only": "true", **opts})
 
 
 def batch(ids, dt, v, op="+I"):
@@ -168,3 +168,36 @@ def test_cli_compact(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["buckets"] == 2 and out["snapshot_ids"]
     assert as_model(t) == model
+
+
+def test_inline_compaction_when_not_write_only(tmp_path):
+    t = table(tmp_path, **{"write-only": "false", "num-sorted-run.compaction-trigger": "3"})
+    for i in range(3):
+        (sid, *rest) = write(t, batch(range(i * 5, i * 5 + 10), "a", i))
+    # the third commit reached the trigger: APPEND then COMPACT
+    kinds = [t.snapshot_manager.snapshot(s).commit_kind for s in t.snapshot_manager.list_ids()]
+    assert kinds == [CommitKind.APPEND] * 3 + [CommitKind.COMPACT]
+    assert {f.level for f in live_files(t)} != {0}
+    assert as_model(t) == {("a", i): (0 if i < 5 else 1 if i < 10 else 2) for i in range(20)}
+
+
+def test_write_only_writers_never_compact(tmp_path):
+    t = table(tmp_path, **{"num-sorted-run.compaction-trigger": "2"})
+    for i in range(4):
+        write(t, batch(range(10), "a", i))
+    kinds = {t.snapshot_manager.snapshot(s).commit_kind for s in t.snapshot_manager.list_ids()}
+    assert kinds == {CommitKind.APPEND}
+    assert {f.level for f in live_files(t)} == {0}
+
+
+def test_full_compaction_delta_commits(tmp_path):
+    t = table(tmp_path, **{"write-only": "false", "full-compaction.delta-commits": "2"})
+    sb = t.new_stream_write_builder().with_commit_user("stream")
+    w = sb.new_write()
+    c = sb.new_commit()
+    for i in range(4):
+        w.write_arrow(batch(range(10), "a", i))
+        c.commit(w.prepare_commit(i), i)
+    max_level = t.options.num_levels - 1
+    assert {f.level for f in live_files(t)} == {max_level}
+    assert as_model(t) == {("a", i): 3 for i in range(10)}

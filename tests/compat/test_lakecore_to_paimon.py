@@ -326,13 +326,6 @@ def test_date_timestamp_and_float_partition_directories_match_pypaimon(tmp_path:
     assert {n: pair for n, pair in mismatched.items() if pair[0] != pair[1]} == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="lakecore leaves a first-row table's new files at level 0 (no lookup compaction), "
-    "and Paimon's batch scan of first-row tables skips level 0 (batchScanSkipLevel0): pypaimon "
-    "reads the table as empty",
-)
 def test_first_row_table(tmp_path: Path) -> None:
     """first-row keeps each key's first record; Paimon's batch scan of a first-row table skips
     level-0 files (CoreOptions.batchScanSkipLevel0), so the writer must lift them (Java's

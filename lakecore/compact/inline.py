@@ -1,0 +1,45 @@
+"""Inline compaction in a writer (``write-only = false``), as Paimon's MergeTreeCompactManager.
+
+After each flush the new level-0 files join the bucket's levels and the strategy may pick a
+compaction, run synchronously before ``prepare_commit`` returns (so ``num-sorted-run.stop-
+trigger`` back-pressure is implicit). ``full-compaction.delta-commits`` forces a full
+compaction every N commits. The writer's view of its files follows each result, so a
+long-lived stream writer keeps compacting correctly across commits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from lakecore.compact.executor import BucketCompactor
+from lakecore.compact.unit import CompactResult
+from lakecore.compact.universal import create_compact_strategy
+from lakecore.format.manifest import DataFileMeta
+
+if TYPE_CHECKING:
+    from lakecore.table import FileStoreTable
+
+
+class InlineCompactor:
+    def __init__(self, table: FileStoreTable, partition: Sequence[Any], bucket: int,
+                 restored: Sequence[DataFileMeta]) -> None:
+        self.table, self.partition, self.bucket = table, tuple(partition), bucket
+        self.files: list[DataFileMeta] = list(restored)
+        self.strategy = create_compact_strategy(table.options, restore_files=restored)
+        self.commits = 0
+
+    def after_flush(self, new_files: Sequence[DataFileMeta]) -> CompactResult:
+        self.files.extend(new_files)
+        self.commits += 1
+        every = self.table.options.full_compaction_delta_commits
+        full = bool(every) and self.commits % every == 0
+        if not self.files:
+            return CompactResult()
+        compactor = BucketCompactor(self.table, self.partition, self.bucket, self.files,
+                                    self.strategy)
+        result = compactor.compact(full=full)
+        gone = {(f.file_name, f.level) for f in result.before}
+        self.files = [f for f in self.files if (f.file_name, f.level) not in gone]
+        self.files.extend(result.after)
+        return result
