@@ -52,6 +52,7 @@ def inspect_table(table: FileStoreTable, max_snapshots: int = 20) -> dict[str, A
         for (p, b), levels in sorted(buckets.items())
         for lvl, stats in sorted(levels.items())
     ]
+    bucket_health = [_bucket_health(p, b, levels) for (p, b), levels in sorted(buckets.items())]
     return {
         "table": table.identifier,
         "path": table.table_path,
@@ -62,10 +63,27 @@ def inspect_table(table: FileStoreTable, max_snapshots: int = 20) -> dict[str, A
         "earliest_snapshot": sm.earliest_id(),
         "snapshots": snaps,
         "files": files,
+        "buckets": bucket_health,
+        "level0_files_pending": sum(b["level0_files"] for b in bucket_health),
         "total_files": sum(f["files"] for f in files),
         "total_rows_in_files": sum(f["rows"] for f in files),
         "total_bytes": sum(f["bytes"] for f in files),
     }
+
+
+def _bucket_health(partition: str, bucket: int, levels: dict[int, dict[str, int]]
+                   ) -> dict[str, Any]:
+    """What compaction sees: sorted runs (each level-0 file is one; each level >= 1 is one),
+    level-0 backlog, and size amplification (everything above the highest level, relative to
+    it, in percent, as Paimon's universal compaction computes it)."""
+    l0 = levels.get(0, {"files": 0, "bytes": 0})["files"]
+    upper = [lvl for lvl in levels if lvl > 0]
+    top = max(upper) if upper else None
+    total = sum(v["bytes"] for v in levels.values())
+    top_bytes = levels[top]["bytes"] if top is not None else 0
+    amp = round(100.0 * (total - top_bytes) / top_bytes, 1) if top_bytes else None
+    return {"partition": partition, "bucket": bucket, "sorted_runs": l0 + len(upper),
+            "level0_files": l0, "size_amplification_percent": amp}
 
 
 def format_report(r: dict[str, Any]) -> str:
@@ -87,4 +105,11 @@ def format_report(r: dict[str, Any]) -> str:
         part = f["partition"] or "(unpartitioned)"
         lines.append(f"    {part:<30} bucket {f['bucket']:<4} level {f['level']}: "
                      f"{f['files']} files, {f['rows']} rows, {f['bytes']} bytes")
+    lines.append(f"  level-0 files awaiting compaction: {r['level0_files_pending']}")
+    for b in r["buckets"]:
+        part = b["partition"] or "(unpartitioned)"
+        amp = b["size_amplification_percent"]
+        lines.append(f"    {part:<30} bucket {b['bucket']:<4} sorted runs {b['sorted_runs']}, "
+                     f"level-0 {b['level0_files']}, size amp "
+                     f"{'-' if amp is None else f'{amp}%'}")
     return "\n".join(lines)

@@ -202,6 +202,7 @@ class CoreOptions:
     bucket = _Value(reg.BUCKET)
     merge_engine = _Value(reg.MERGE_ENGINE)
     changelog_producer = _Value(reg.CHANGELOG_PRODUCER)
+    changelog_producer_row_deduplicate = _Value(reg.CHANGELOG_PRODUCER_ROW_DEDUPLICATE)
     rowkind_field = _Optional(reg.ROWKIND_FIELD)
     ignore_delete = _Value(reg.IGNORE_DELETE)
     partial_update_remove_record_on_delete = _Value(reg.PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE)

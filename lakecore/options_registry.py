@@ -212,6 +212,10 @@ CHANGELOG_PRODUCER = _opt(
     "changelog-producer", enum_parser(ChangelogProducer), ChangelogProducer.NONE,
     "Whether and how changelog files are written beside data files.",
 )
+CHANGELOG_PRODUCER_ROW_DEDUPLICATE = _opt(
+    "changelog-producer.row-deduplicate", parse_bool, False,
+    "Lookup / full-compaction changelog: skip -U/+U pairs whose before and after rows are equal.",
+)
 SEQUENCE_FIELD = _opt(
     "sequence.field", parse_name_list, None,
     "Columns that order updates of one key instead of arrival order.",

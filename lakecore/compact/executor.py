@@ -6,12 +6,13 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from lakecore.compact.changelog import ChangelogMaker
 from lakecore.compact.keys import KeyOrder
 from lakecore.compact.levels import Levels
 from lakecore.compact.planner import plan_compaction
 from lakecore.compact.rewrite_plan import Rewrite, Upgrade
 from lakecore.compact.rewriter import MergeTreeRewriter
-from lakecore.compact.unit import CompactResult
+from lakecore.compact.unit import CompactResult, CompactUnit
 from lakecore.compact.universal import CompactStrategy, create_compact_strategy, needs_lookup
 from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.kv_specs import file_writer_spec
@@ -60,6 +61,7 @@ class BucketCompactor:
                 if task is None:
                     break
                 step_result = self._execute(task.plan.steps)
+                step_result = self._with_changelog(task.unit, step_result, created)
                 created.update(f.file_name for f in step_result.after
                                if f.file_source is FileSource.COMPACT
                                and f.file_name not in {b.file_name for b in step_result.before})
@@ -71,6 +73,37 @@ class BucketCompactor:
             self._delete([f for f in result.after if f.file_name in created])
             raise
         return result
+
+    def _with_changelog(self, unit: CompactUnit, result: CompactResult,
+                        created: set[str]) -> CompactResult:
+        """Add lookup / full-compaction changelog for this round (before Levels.update)."""
+        producer = self.table.options.changelog_producer.value
+        if producer not in ("lookup", "full-compaction"):
+            return result
+        levels = self.levels
+        unit_files = list(unit.files)
+        upper = [f for f in levels.all_files() if f.level > 0]
+        maker = ChangelogMaker(self.table, self.partition, self.bucket)
+        if producer == "lookup":
+            l0 = [f for f in unit_files if f.level == 0]
+            if not l0:
+                return result
+            keys = maker.keys_of(l0)
+            records = maker.diff(maker.state(upper, keys), maker.state(upper + l0, keys))
+        else:
+            if unit.output_level != levels.max_level or len(unit_files) != len(levels.all_files()):
+                return result  # only a full compaction produces this changelog
+            top = list(levels.run_of_level(levels.max_level).files)
+            # keys only at the top level have no new record: no changelog (Paimon's
+            # FullChangelogMergeFunctionWrapper)
+            fresh = [f for f in unit_files if f.level != levels.max_level]
+            if not fresh:
+                return result
+            keys = maker.keys_of(fresh)
+            records = maker.diff(maker.state(top, keys), maker.state(unit_files, keys))
+        files = maker.write(records, unit.output_level)
+        created.update(f.file_name for f in files)
+        return CompactResult(result.before, result.after, result.changelog + files)
 
     def _execute(self, steps: Sequence[Rewrite | Upgrade]) -> CompactResult:
         rewriter = MergeTreeRewriter(self.table, self.partition, self.bucket, self.chunk_rows)

@@ -7,11 +7,10 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from lakecore.merge.spec import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.types import DataField, to_arrow
 
-KEY_PREFIX = "_KEY_"
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
+__all__ = ["KEY_PREFIX", "ROW_KINDS", "SEQUENCE_NUMBER", "VALUE_KIND", "kv_schema", "to_kv"]
 ROW_KINDS = ("+I", "-U", "+U", "-D")  # index = Paimon's RowKind byte
 
 

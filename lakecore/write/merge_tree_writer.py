@@ -145,13 +145,14 @@ class MergeTreeWriter:
         changelog = tuple(self._changelog.close()) if self._changelog else ()
         before: tuple = ()
         after: tuple = ()
+        compact_log: tuple = ()
         if self.compactor is not None:
             try:
                 result = self.compactor.after_flush(new_files)
             except BaseException:
                 self.abort()
                 raise
-            before, after = result.before, result.after
+            before, after, compact_log = result.before, result.after, result.changelog
         self._data_writers, self._changelog = [], None
         return CommitMessage(
             partition=self.partition,
@@ -161,6 +162,7 @@ class MergeTreeWriter:
             changelog_files=changelog,
             compact_before=before,
             compact_after=after,
+            compact_changelog_files=compact_log,
         )
 
     def _release_buffers(self) -> None:
