@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import multiprocessing
 import os
 import pickle
 import signal
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -19,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
 from lakecore.lock import CatalogLock, NoopLock, SqlCatalogLock
 from lakecore.lock.sql import LOCKS
-from tests.lock.backends import child_env
+from tests.lock import workers
 
 
 class FakeTime:
@@ -74,16 +72,23 @@ def test_mutual_exclusion_many_threads(make_lock, tmp_path):
     assert lock.holder("db", "t") is None
 
 
+# Forked children start in milliseconds; each builds its own lock (and engine) after the fork.
+_fork = multiprocessing.get_context("fork")
+
+
 @pytest.mark.slow
 def test_mutual_exclusion_several_processes(lock_url, catalog_key, make_lock, tmp_path):
     make_lock().engine()  # create the table up front; also registers cleanup
     counter = tmp_path / "counter"
     counter.write_text("0")
-    args = {"url": lock_url, "key": catalog_key, "file": str(counter), "n": 15}
-    procs = [subprocess.Popen([sys.executable, "-m", "tests.lock.workers", "counter",
-                               json.dumps(args)], env=child_env()) for _ in range(4)]
-    assert [p.wait(timeout=120) for p in procs] == [0, 0, 0, 0]
-    assert int(counter.read_text()) == 4 * 15
+    args = {"url": lock_url, "key": catalog_key, "file": str(counter), "n": 20}
+    procs = [_fork.Process(target=workers.counter, args=(args,)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0, 0, 0]
+    assert int(counter.read_text()) == 4 * 20
 
 
 @pytest.mark.slow
@@ -92,18 +97,18 @@ def test_stale_lock_of_a_killed_holder_is_taken_over(lock_url, catalog_key, make
     make_lock().engine()
     marker = tmp_path / "held"
     args = {"url": lock_url, "key": catalog_key, "expire": 1, "marker": str(marker)}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.lock.workers", "hold",
-                             json.dumps(args)], env=child_env())
+    proc = _fork.Process(target=workers.hold, args=(args,))
+    proc.start()
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
-            assert proc.poll() is None, "holder exited early"
+            assert proc.is_alive(), "holder exited early"
             assert time.monotonic() < deadline, "holder never took the lock"
-            time.sleep(0.05)
+            time.sleep(0.02)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+        proc.join()
+    assert proc.exitcode == -signal.SIGKILL
     # Before its expiry the dead holder's row still excludes us, and the error names it.
     quick = make_lock(acquire_timeout=timedelta(milliseconds=100))
     with pytest.raises(CatalogLockTimeoutError, match=f"pid={proc.pid}/"):

@@ -27,8 +27,11 @@ HOUR_MS = 3_600_000
 
 
 def pk_table(tmp_path: Any, name: str = "db.t", **opts: str) -> FileStoreTable:
+    """A primary-key table partitioned by ``dt``. ``write-only`` by default, so that neither
+    inline compaction nor automatic expiry after commits changes the history a test builds;
+    maintenance is then only what the test calls."""
     return make_table(str(tmp_path), SCHEMA, primary_keys=["id", "dt"], partition_keys=["dt"],
-                      options={"bucket": "1", **opts}, name=name)
+                      options={"bucket": "1", "write-only": "true", **opts}, name=name)
 
 
 def rows(ids: list[int], dt: str, v: int) -> pa.Table:

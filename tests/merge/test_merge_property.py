@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from lakecore.errors import MergeError
-from lakecore.merge import AggFunc, MergeEngine, merge_sorted, sort_and_merge, sort_kv
+from lakecore.merge import AggFunc, MergeEngine, merge_sorted, sort_kv
 from lakecore.merge.spec import RETRACTABLE
 from tests.merge.helpers import kv_table, spec_for
 from tests.merge.reference import reference_merge
@@ -135,7 +135,7 @@ def check_against_reference(scenario, drop_retracts: bool) -> None:
     except MergeError:
         event(f"{engine.value}: MergeError")
         try:
-            sort_and_merge(table, spec, drop_retracts=drop_retracts)
+            merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
         except MergeError:
             return
         raise AssertionError("the reference raised MergeError, the implementation did not") \
@@ -144,7 +144,6 @@ def check_against_reference(scenario, drop_retracts: bool) -> None:
     event(f"{engine.value}: merged, {'some' if expected else 'no'} rows, retractions={retracts}")
     got = merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
     assert got.schema == table.schema
-    assert sort_and_merge(table, spec, drop_retracts=drop_retracts).equals(got)
     got_rows = got.to_pylist()
     assert len(got_rows) == len(expected), (got_rows, expected)
     for g, e in zip(got_rows, expected):

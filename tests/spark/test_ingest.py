@@ -1,0 +1,141 @@
+"""Distributed ingest through one shared local[2] session (library level, no spark-submit)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from lakecore.errors import SchemaError
+from lakecore.format.snapshot import CommitKind
+from lakecore.spark.ingest import IngestRequest, default_commit_user, ingest_dataframe
+from tests.spark import helpers as h
+
+
+def _ingest(spark, table, warehouse, data: pa.Table, ident: int, tmp_path, **kw):
+    df = spark.read.parquet(h.write_parquet(str(tmp_path / "src"), f"b{ident}", data))
+    request = IngestRequest(ident, default_commit_user("ingest", table.identifier, ident), **kw)
+    return ingest_dataframe(spark, df, table, warehouse, request)
+
+
+def test_batches_equal_library_and_model(spark, warehouse, tmp_path):
+    table = h.create(warehouse, "db.spark")
+    twin = h.create(warehouse, "db.lib")
+    data = h.batches(3)
+    for ident, b in enumerate(data, start=1):
+        result = _ingest(spark, table, warehouse, b, ident, tmp_path)
+        h.library_commit(twin, b, ident, "lib")
+        assert not result.skipped and len(result.snapshot_ids) == 1
+        assert result.rows == b.num_rows
+        # one task owned each (partition, bucket): exactly one new file per bucket touched
+        per_bucket = h.files_per_bucket(table, result.snapshot_ids[0])
+        assert set(per_bucket.values()) == {1}
+        assert result.stats.files == len(per_bucket)
+    assert h.rows(table) == h.rows(twin) == h.model(data)
+
+
+def test_rerun_of_same_pair_commits_nothing_and_old_dates_still_commit(
+        spark, warehouse, tmp_path):
+    table = h.create(warehouse)
+    data = h.batches(2)
+    first = _ingest(spark, table, warehouse, data[0], 20261105, tmp_path)
+    again = _ingest(spark, table, warehouse, data[0], 20261105, tmp_path)
+    assert again.skipped and again.snapshot_ids == ()
+    assert table.snapshot_manager.latest_id() == first.snapshot_ids[0]
+    # an older run arriving later (a backfill) is its own commit user: it commits
+    late = _ingest(spark, table, warehouse, data[1], 20261101, tmp_path)
+    assert not late.skipped and late.snapshot_ids == (first.snapshot_ids[0] + 1,)
+    assert h.rows(table) == h.model(data)
+
+
+def test_static_and_dynamic_partition_overwrite(spark, warehouse, tmp_path):
+    table = h.create(warehouse)
+    base = h.batches(1)[0]
+    _ingest(spark, table, warehouse, base, 1, tmp_path)
+    day = h.DTS[0]
+    fresh = h.batch([(day, 10_000 + i, "+I") for i in range(5)], 9)
+    result = _ingest(spark, table, warehouse, fresh, 2, tmp_path,
+                     overwrite_partition={"dt": day})
+    snap = table.snapshot_manager.snapshot(result.snapshot_ids[0])
+    assert snap.commit_kind is CommitKind.OVERWRITE
+    got = h.rows(table)
+    assert [r for r in got if r["dt"] == day] == fresh.to_pylist()
+    assert [r for r in got if r["dt"] != day] == [r for r in h.model([base]) if r["dt"] != day]
+    # dynamic: only the partitions in the source are replaced
+    other = h.batch([(h.DTS[1], 20_000, "+I")], 10)
+    _ingest(spark, table, warehouse, other, 3, tmp_path, dynamic_overwrite=True)
+    got = h.rows(table)
+    assert [r for r in got if r["dt"] == h.DTS[1]] == other.to_pylist()
+    assert [r for r in got if r["dt"] == day] == fresh.to_pylist()
+
+
+def test_static_overwrite_with_foreign_rows_fails_and_leaves_no_files(
+        spark, warehouse, tmp_path):
+    table = h.create(warehouse)
+    _ingest(spark, table, warehouse, h.batches(1)[0], 1, tmp_path)
+    before = h.data_files(table)
+    mixed = h.batch([(h.DTS[0], 1, "+I"), (h.DTS[1], 2, "+I")], 5)
+    with pytest.raises(Exception, match="does not belong to the overwritten partition"):
+        _ingest(spark, table, warehouse, mixed, 2, tmp_path,
+                overwrite_partition={"dt": h.DTS[0]})
+    assert h.data_files(table) == before
+    assert table.snapshot_manager.latest_id() == 1
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda t: t.drop_columns(["amount"]), r"missing column\(s\) \['amount'\]"),
+    (lambda t: t.append_column("extra", pa.array([1] * t.num_rows)), r"\['extra'\]"),
+    (lambda t: t.set_column(3, "amount", pa.array([[1.0]] * t.num_rows)), "column 'amount'"),
+])
+def test_source_schema_mismatch_names_the_column(spark, warehouse, tmp_path, change, match):
+    table = h.create(warehouse)
+    with pytest.raises(SchemaError, match=match):
+        _ingest(spark, table, warehouse, change(h.batches(1, rows=5)[0]), 1, tmp_path)
+    assert h.data_files(table) == [] and table.snapshot_manager.latest_id() is None
+
+
+def test_failed_task_aborts_the_files_of_finished_tasks(spark, warehouse, tmp_path):
+    """One (partition, bucket) holds a bad value and fails late (it is the biggest task);
+    the files the other tasks already wrote are deleted by the driver."""
+    table = h.create(warehouse, bucket="4")
+    good = h.batch([(h.DTS[i % 3], i, "+I") for i in range(60)], 1)
+    big = pa.table({"dt": ["2026-11-09"] * 300_000, "id": list(range(300_000)),
+                    "v": ["x"] * 300_000, "amount": ["1.5"] * 299_999 + ["not-a-number"],
+                    "ts": pa.nulls(300_000, pa.timestamp("us")), "op": ["+I"] * 300_000})
+    good = good.set_column(3, "amount", good.column("amount").cast(pa.string()))
+    df = spark.read.parquet(h.write_parquet(str(tmp_path / "src"), "bad",
+                                            pa.concat_tables([big.cast(good.schema), good])))
+    request = IngestRequest(1, "u", parallelism=4)
+    with pytest.raises(Exception, match="column 'amount'"):
+        ingest_dataframe(spark, df, table, warehouse, request)
+    assert h.data_files(table) == []
+    assert table.snapshot_manager.latest_id() is None
+
+
+def test_csv_strings_are_cast_and_a_bad_value_names_its_column(spark, warehouse, tmp_path):
+    from lakecore.spark.sources import SourceFormat, load_source
+
+    table = h.create(warehouse)
+    src = tmp_path / "csv"
+    src.mkdir()
+    (src / "a.csv").write_text("dt,id,v,amount,ts,op\n2026-11-01,1,a,2.5,2026-11-01 10:00:00,+I\n"
+                               "2026-11-02,2,,3,,+I\n")
+    df = load_source(spark, path=str(src), fmt=SourceFormat.CSV)
+    ingest_dataframe(spark, df, table, warehouse, IngestRequest(1, "u"))
+    assert [(r["id"], r["v"], r["amount"]) for r in h.rows(table)] == [(1, "a", 2.5),
+                                                                          (2, None, 3.0)]
+    (src / "a.csv").write_text("dt,id,v,amount,ts,op\n2026-11-01,x,a,2.5,,+I\n")
+    df = load_source(spark, path=str(src), fmt=SourceFormat.CSV)
+    with pytest.raises(Exception, match="column 'id'"):
+        ingest_dataframe(spark, df, table, warehouse, IngestRequest(2, "u"))
+
+
+def test_append_table_without_buckets(spark, warehouse, tmp_path):
+    from tests.core.helpers import make_table, read
+
+    schema = pa.schema([("dt", pa.string()), ("x", pa.int64())])
+    table = make_table(warehouse, schema, partition_keys=["dt"], name="db.log")
+    data = pa.table({"dt": ["a", "b"] * 50, "x": list(range(100))}, schema=schema)
+    df = spark.read.parquet(h.write_parquet(str(tmp_path / "src"), "log", data))
+    result = ingest_dataframe(spark, df, table, warehouse, IngestRequest(1, "u"))
+    assert result.rows == 100 and len(result.snapshot_ids) == 1
+    assert sorted(r["x"] for r in read(table)) == list(range(100))
