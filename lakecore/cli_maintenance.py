@@ -142,7 +142,7 @@ def run(args: argparse.Namespace, table: FileStoreTable) -> int:
 
     try:
         report, ok = _dispatch(args, table)
-    except LakecoreError as e:
+    except (LakecoreError, ValueError) as e:  # ValueError: a malformed --now
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(report, default=str) if args.json else _text(report))

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 
-from lakecore.errors import OptionError
+from lakecore.errors import CatalogLockError, OptionError
 from lakecore.lock.base import (
     DEFAULT_ACQUIRE_TIMEOUT,
     DEFAULT_CHECK_MAX_SLEEP,
@@ -127,7 +127,7 @@ def parse_lock_options(options: Mapping[str, str],
                           "postgresql+psycopg://user@host/airflow, or sqlite:////path/locks.db)"
                           " or set lock.enabled=false")
     acquire_timeout = _duration(options, LOCK_ACQUIRE_TIMEOUT, DEFAULT_ACQUIRE_TIMEOUT)
-    expire = _duration(options, LOCK_EXPIRE_TIME, acquire_timeout)
+    expire = _duration(options, LOCK_EXPIRE_TIME, max(acquire_timeout, timedelta(seconds=1)))
     if expire < timedelta(seconds=1):
         raise OptionError(LOCK_EXPIRE_TIME, "must be at least 1 s (rows store whole seconds)")
     return LockOptions(
@@ -154,10 +154,13 @@ def lock_from_options(options: Mapping[str, str],
     from lakecore.lock.sql import SqlCatalogLock  # SQLAlchemy loads only when a lock is used
 
     assert parsed.uri is not None
-    return SqlCatalogLock(
-        parsed.uri,
-        catalog_key=parsed.catalog_key,
-        acquire_timeout=parsed.acquire_timeout,
-        check_max_sleep=parsed.check_max_sleep,
-        expire=parsed.expire,
-    )
+    try:
+        return SqlCatalogLock(
+            parsed.uri,
+            catalog_key=parsed.catalog_key,
+            acquire_timeout=parsed.acquire_timeout,
+            check_max_sleep=parsed.check_max_sleep,
+            expire=parsed.expire,
+        )
+    except CatalogLockError as e:  # unsupported database, in-memory SQLite
+        raise OptionError(LOCK_URI, str(e)) from e

@@ -28,107 +28,61 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import (
-    BigInteger,
-    Column,
-    MetaData,
-    String,
-    Table,
-    create_engine,
-    delete,
-    event,
-    insert,
-    inspect,
-    literal_column,
-    select,
-)
-from sqlalchemy.engine import URL, Connection, Engine
+from sqlalchemy import create_engine, delete, event, insert, inspect, literal_column, select
+from sqlalchemy.engine import URL, Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
 from lakecore.lock.base import DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CHECK_MAX_SLEEP
+from lakecore.lock.sql_schema import (
+    LOCK_ID_MAX_LENGTH,
+    LOCKS,
+    NOW_MS,
+    TABLE_NAME,
+    LockHolder,
+    is_duplicate_key,
+    sqlite_pragmas,
+    utc_millis,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-TABLE_NAME = "lakecore_catalog_locks"
-LOCK_ID_MAX_LENGTH = 255  # Paimon's lock-key-max-length default; fits a MySQL utf8mb4 key
 MIN_SLEEP_SECONDS = 0.01
 HOLDER_CHECK_SECONDS = 1.0
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
 
-_metadata = MetaData()
-LOCKS = Table(
-    TABLE_NAME,
-    _metadata,
-    Column("lock_id", String(LOCK_ID_MAX_LENGTH), primary_key=True),
-    Column("owner", String(255), nullable=False),
-    Column("acquired_at", BigInteger, nullable=False),  # epoch millis, database clock
-    Column("expire_seconds", BigInteger, nullable=False),
-)
-
-# "now" in epoch milliseconds on the database server, per dialect.
-_NOW_MS = {
-    "postgresql": "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)",
-    # UTC_TIMESTAMP does not depend on the session time zone (no DST fold).
-    "mysql": "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
-    "mariadb": "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)",
-    "sqlite": "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
-}
-
 _held = threading.local()
-
-
-@dataclass(frozen=True)
-class LockHolder:
-    """Who holds a lock: its row, plus whether it is stale by the database's clock."""
-
-    lock_id: str
-    owner: str
-    acquired_at: datetime
-    expire_seconds: int
-    stale: bool
-
-    @property
-    def expires_at(self) -> datetime:
-        return self.acquired_at + timedelta(seconds=self.expire_seconds)
-
-
-def _utc(millis: int) -> datetime:
-    return datetime.fromtimestamp(millis / 1000, tz=UTC)
-
-
-def _is_duplicate_key(dialect: str, err: IntegrityError) -> bool:
-    """Whether ``err`` is a primary-key violation (the only contention signal)."""
-    orig = err.orig
-    if dialect == "postgresql":
-        return getattr(orig, "sqlstate", None) == "23505"  # unique_violation
-    if dialect in ("mysql", "mariadb"):
-        args = getattr(orig, "args", ())
-        return bool(args) and args[0] == 1062  # ER_DUP_ENTRY
-    name = getattr(orig, "sqlite_errorname", None)
-    if name is not None:
-        return name in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
-    return "UNIQUE constraint failed" in str(orig)
-
-
-def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
-    # WAL + synchronous=NORMAL: a commit survives any process crash and costs no fsync; only
-    # an OS crash can drop the newest rows, and then every process holding them died too (an
-    # SQLite lock only ever serves one machine).
-    cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.close()
 
 
 def _invalidated(err: BaseException) -> bool:
     return isinstance(err, DBAPIError) and bool(err.connection_invalidated)
+
+
+class _Connection:
+    """One pooled connection reused by the statements of one acquire/release cycle (one
+    pre-ping instead of one per statement); a connection the server dropped is swapped for a
+    fresh, validated one on next use."""
+
+    def __init__(self, lock: SqlCatalogLock) -> None:
+        self._lock = lock
+        self._conn: Connection | None = None
+
+    def execute(self, stmt: Any) -> CursorResult[Any]:
+        conn = self._conn
+        if conn is None or conn.invalidated or conn.closed:
+            self.close()
+            conn = self._conn = self._lock.connect()
+        return conn.execute(stmt)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
 
 class SqlCatalogLock:
@@ -150,7 +104,7 @@ class SqlCatalogLock:
 
         self.url = make_url(url)
         self.dialect = self.url.get_backend_name()
-        if self.dialect not in _NOW_MS:
+        if self.dialect not in NOW_MS:
             raise CatalogLockError(
                 f"catalog lock database {self.dialect!r} is not supported: "
                 "use PostgreSQL, MySQL/MariaDB or SQLite"
@@ -169,7 +123,7 @@ class SqlCatalogLock:
         self.clock, self.sleep = clock, sleep
         self.rng = rng or random.Random()
         self.engine_options = dict(engine_options or {})
-        self._now_ms = literal_column(_NOW_MS[self.dialect])
+        self._now_ms = literal_column(NOW_MS[self.dialect])
         self._engine_obj: Engine | None = None
         self._engine_pid = 0
         self._table_ready = False
@@ -200,7 +154,7 @@ class SqlCatalogLock:
         opts.update(self.engine_options)
         engine = create_engine(self.url, **opts)
         if self.dialect == "sqlite":
-            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect", sqlite_pragmas)
         return engine
 
     def engine(self) -> Engine:
@@ -220,7 +174,7 @@ class SqlCatalogLock:
                 self._table_ready = True
             return self._engine_obj
 
-    def _connect(self) -> Connection:
+    def connect(self) -> Connection:
         """A validated connection in autocommit mode: every statement here is a transaction
         of its own, so BEGIN/COMMIT round trips would only add latency."""
         return self.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -263,27 +217,37 @@ class SqlCatalogLock:
         if lock_id in held:
             raise CatalogLockError(f"catalog lock {lock_id!r} is not re-entrant")
         owner = self.new_owner()
-        self.acquire(lock_id, owner)
-        held.add(lock_id)
-        started = self.clock()
+        conn = _Connection(self)
         try:
-            return fn()
+            self.acquire(lock_id, owner, conn)
+            held.add(lock_id)
+            started = self.clock()
+            try:
+                return fn()
+            finally:
+                held.discard(lock_id)
+                took = self.clock() - started
+                if took > self.expire.total_seconds():
+                    log.error("held catalog lock %s for %.1f s, longer than its expiry of "
+                              "%s s: another committer may have taken it over", lock_id, took,
+                              self.expire.total_seconds())
+                self.release(lock_id, owner, conn)
         finally:
-            held.discard(lock_id)
-            took = self.clock() - started
-            if took > self.expire.total_seconds():
-                log.error("held catalog lock %s for %.1f s, longer than its expiry of %s s: "
-                          "another committer may have taken it over", lock_id, took,
-                          self.expire.total_seconds())
-            self.release(lock_id, owner)
+            conn.close()
 
-    def acquire(self, lock_id: str, owner: str) -> None:
+    def acquire(self, lock_id: str, owner: str, conn: _Connection | None = None) -> None:
         """Insert the row, waiting with capped exponential backoff; raise on timeout.
 
         After a lost insert the holder's row is read (is it stale? who is it?) on the first
         loss, then at most every ``HOLDER_CHECK_SECONDS`` and at the deadline, so waiters
         add little load to the metadata database.
         """
+        if conn is None:
+            conn = _Connection(self)
+            try:
+                return self.acquire(lock_id, owner, conn)
+            finally:
+                conn.close()
         start = self.clock()
         deadline = start + self.acquire_timeout.total_seconds()
         cap = max(MIN_SLEEP_SECONDS, self.check_max_sleep.total_seconds())
@@ -291,14 +255,14 @@ class SqlCatalogLock:
         holder: LockHolder | None = None
         looked_at: float | None = None
         while True:
-            if self._try_insert(lock_id, owner):
+            if self._try_insert(conn, lock_id, owner):
                 return
             now = self.clock()
             if looked_at is None or now - looked_at >= HOLDER_CHECK_SECONDS or now >= deadline:
                 looked_at = now
-                current = self._holder(lock_id)
+                current = self._holder(conn, lock_id)
                 if current is not None and current.stale:
-                    if self._delete_stale(current):
+                    if self._delete_stale(conn, current):
                         log.warning("took over stale catalog lock %s from %s (acquired %s, "
                                     "expired %s)", lock_id, current.owner,
                                     current.acquired_at.isoformat(),
@@ -314,20 +278,20 @@ class SqlCatalogLock:
                     holder.acquired_at if holder else None,
                     holder.expires_at if holder else None,
                 )
+            conn.close()  # back to the pool while we wait; re-validated on next use
             wait = min(backoff, deadline - now)
             self.sleep(wait * (0.5 + self.rng.random() / 2))
             backoff = min(cap, backoff * 2)
 
-    def _try_insert(self, lock_id: str, owner: str) -> bool:
+    def _try_insert(self, conn: _Connection, lock_id: str, owner: str) -> bool:
         stmt = insert(LOCKS).values(lock_id=lock_id, owner=owner, acquired_at=self._now_ms,
                                     expire_seconds=self.expire_seconds)
         for attempt in range(3):
             try:
-                with self._connect() as conn:
-                    conn.execute(stmt)
+                conn.execute(stmt)
                 return True
             except IntegrityError as e:
-                if not _is_duplicate_key(self.dialect, e):
+                if not is_duplicate_key(self.dialect, e):
                     raise
                 return False
             except DBAPIError as e:
@@ -335,42 +299,43 @@ class SqlCatalogLock:
                 # Our owner token is unique, so the row tells us; otherwise try again.
                 if not _invalidated(e) or attempt == 2:
                     raise
-                held = self._holder(lock_id)
-                if held is not None and held.owner == owner:
-                    return True
+                held = self._holder(conn, lock_id)
                 if held is not None:
-                    return False
+                    return held.owner == owner
         return False  # pragma: no cover - the loop returns or raises
 
-    def _holder(self, lock_id: str) -> LockHolder | None:
+    def _holder(self, conn: _Connection, lock_id: str) -> LockHolder | None:
         stmt = select(LOCKS.c.owner, LOCKS.c.acquired_at, LOCKS.c.expire_seconds,
                       self._now_ms.label("now_ms")).where(LOCKS.c.lock_id == lock_id)
-        with self._connect() as conn:
-            row = conn.execute(stmt).first()
+        row = conn.execute(stmt).first()
         if row is None:
             return None
         acquired, expire, now = int(row.acquired_at), int(row.expire_seconds), int(row.now_ms)
-        return LockHolder(lock_id, row.owner, _utc(acquired), expire,
+        return LockHolder(lock_id, row.owner, utc_millis(acquired), expire,
                           stale=now > acquired + expire * 1000)
 
-    def _delete_stale(self, stale: LockHolder) -> bool:
+    def _delete_stale(self, conn: _Connection, stale: LockHolder) -> bool:
         """Delete exactly that stale row (same owner token), if it is still there."""
         stmt = delete(LOCKS).where(
             LOCKS.c.lock_id == stale.lock_id,
             LOCKS.c.owner == stale.owner,
             LOCKS.c.acquired_at + LOCKS.c.expire_seconds * 1000 < self._now_ms,
         )
-        with self._connect() as conn:
-            return bool(conn.execute(stmt).rowcount)
+        return bool(conn.execute(stmt).rowcount)
 
-    def release(self, lock_id: str, owner: str) -> None:
+    def release(self, lock_id: str, owner: str, conn: _Connection | None = None) -> None:
         """Delete our row. Never raises: the guarded action already happened (a commit's
         snapshot may exist), and failing here must not make the caller undo it."""
+        if conn is None:
+            conn = _Connection(self)
+            try:
+                return self.release(lock_id, owner, conn)
+            finally:
+                conn.close()
         stmt = delete(LOCKS).where(LOCKS.c.lock_id == lock_id, LOCKS.c.owner == owner)
         for attempt in range(3):
             try:
-                with self._connect() as conn:
-                    deleted = conn.execute(stmt).rowcount
+                deleted = conn.execute(stmt).rowcount
                 if not deleted:
                     log.error("catalog lock %s was no longer held by %s at release: it was "
                               "taken over after its expiry", lock_id, owner)
@@ -384,4 +349,8 @@ class SqlCatalogLock:
 
     def holder(self, database: str, table: str) -> LockHolder | None:
         """Who holds the table's lock now (for ``lakecore inspect``), or None."""
-        return self._holder(self.lock_id(database, table))
+        conn = _Connection(self)
+        try:
+            return self._holder(conn, self.lock_id(database, table))
+        finally:
+            conn.close()

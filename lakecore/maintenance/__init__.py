@@ -36,6 +36,7 @@ from lakecore.maintenance.expire_snapshots import (
 )
 from lakecore.maintenance.maintain import AfterCommitReport, MaintainReport, after_commit, maintain
 from lakecore.maintenance.orphan_files import OrphanReport, remove_orphan_files
+from lakecore.maintenance.partition_time import check_partition_expiration_options
 from lakecore.maintenance.retention import ExpireConfig, expire_end
 from lakecore.maintenance.rollback import RollbackPlan, RollbackReport, rollback_to
 from lakecore.maintenance.tags import (
@@ -52,6 +53,7 @@ __all__ = [
     "AfterCommitReport", "ExpireConfig", "ExpirePlan", "ExpireReport", "MaintainReport",
     "OrphanReport", "PartitionExpirePlan", "PartitionExpireReport", "RollbackPlan",
     "RollbackReport", "TagDeleteReport", "TagInfo", "after_commit", "check_not_expired",
+    "check_partition_expiration_options",
     "create_tag", "delete_tag", "execute_expire_plan", "expire_end", "expire_partitions",
     "expire_snapshots", "expired_partition_records", "list_tags", "maintain",
     "maybe_expire_partitions", "plan_expire_snapshots", "plan_partition_expiry",

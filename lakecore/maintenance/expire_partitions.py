@@ -15,8 +15,9 @@ Bookkeeping (Paimon keeps neither on disk; lakecore needs both across processes)
 * ``_lakecore/expired-partitions/expire-<millis>-<id>.json``: the partitions each run dropped,
   written before its commit (and removed if the commit fails). ``check_not_expired`` reads them
   so that a later write into a dropped partition fails with ``PartitionExpiredError``. One new
-  file per run means concurrent expirers never overwrite each other's records. Deleting a
-  record file re-opens its partitions.
+  file per run means concurrent expirers never overwrite each other's records; past 16 files
+  they are folded into one (commits read them all). Deleting a record (or one partition from
+  it) re-opens those partitions.
 * ``_lakecore/partition-expire-last-check``: epoch millis of the last check, for
   ``maybe_expire_partitions`` (``partition.expiration-check-interval``).
 
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 EXPIRED_DIR = "expired-partitions"
 LAST_CHECK_FILE = "partition-expire-last-check"
 COMMIT_USER_PREFIX = "lakecore-partition-expire-"
+RECORD_FILES_MAX = 16
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,7 @@ def expire_partitions(
     except BaseException:
         table.file_io.delete_quietly(record)
         raise
+    compact_records(table)
     return PartitionExpireReport(False, plan, result.snapshot_ids)
 
 
@@ -227,26 +230,59 @@ def _read_last_check(table: FileStoreTable) -> int | None:
 
 def _write_record(table: FileStoreTable, plan: PartitionExpirePlan, now: datetime | None) -> str:
     millis = to_epoch_millis(now)
-    path = f"{state_dir(table)}/{EXPIRED_DIR}/expire-{millis}-{uuid.uuid4().hex[:12]}.json"
-    body = {"expiredAtMillis": millis, "strategy": plan.strategy,
-            "partitionKeys": table.partition_keys, "partitions": [dict(p) for p in plan.expired]}
+    return _write_partitions(table, f"expire-{millis}-{uuid.uuid4().hex[:12]}.json",
+                             [dict(p) for p in plan.expired],
+                             {"expiredAtMillis": millis, "strategy": plan.strategy})
+
+
+def _write_partitions(table: FileStoreTable, name: str, partitions: list[dict[str, str]],
+                      extra: dict[str, Any]) -> str:
+    path = f"{state_dir(table)}/{EXPIRED_DIR}/{name}"
+    body = {**extra, "partitionKeys": table.partition_keys, "partitions": partitions}
     table.file_io.write_bytes(path, json.dumps(body, indent=2).encode())
     return path
+
+
+def _record_files(table: FileStoreTable) -> list[str]:
+    return sorted(st.path for st in table.file_io.list_status(f"{state_dir(table)}/{EXPIRED_DIR}")
+                  if not st.is_dir and st.path.endswith(".json"))
+
+
+def _read_record(table: FileStoreTable, path: str) -> list[dict[str, str]] | None:
+    try:
+        body = json.loads(table.file_io.read_text(path))
+    except (CorruptFileError, ValueError):
+        return None  # a record being written, or removed meanwhile
+    return [dict(p) for p in body.get("partitions", ()) if isinstance(p, dict)]
+
+
+def compact_records(table: FileStoreTable, max_files: int = RECORD_FILES_MAX) -> None:
+    """Fold the record files into one when there are more than ``max_files`` (commits read them
+    all). The union is written before the folded files go, so nothing is ever lost; a record a
+    concurrent expirer adds meanwhile is simply not folded this time."""
+    paths = _record_files(table)
+    if len(paths) <= max_files:
+        return
+    union: dict[tuple, dict[str, str]] = {}
+    folded = []
+    for path in paths:
+        parts = _read_record(table, path)
+        if parts is None:
+            continue
+        folded.append(path)
+        for p in parts:
+            union.setdefault(tuple(sorted(p.items())), p)
+    _write_partitions(table, f"expire-{to_epoch_millis(None)}-merged-{uuid.uuid4().hex[:12]}"
+                      ".json", list(union.values()), {"merged": len(folded)})
+    for path in folded:
+        table.file_io.delete_quietly(path)
 
 
 def expired_partition_records(table: FileStoreTable) -> list[dict[str, str]]:
     """Every partition a past expiry dropped (from the record files), oldest run first."""
     out: list[dict[str, str]] = []
-    files = sorted(table.file_io.list_status(f"{state_dir(table)}/{EXPIRED_DIR}"),
-                   key=lambda s: s.path)
-    for st in files:
-        if st.is_dir or not st.path.endswith(".json"):
-            continue
-        try:
-            body = json.loads(table.file_io.read_text(st.path))
-        except (CorruptFileError, ValueError):
-            continue  # a record being written, or removed meanwhile
-        out.extend(dict(p) for p in body.get("partitions", ()) if isinstance(p, dict))
+    for path in _record_files(table):
+        out.extend(_read_record(table, path) or ())
     return out
 
 

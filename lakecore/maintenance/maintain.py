@@ -77,14 +77,15 @@ def _compact(table: FileStoreTable, mode: str, dry_run: bool) -> StepResult:
         return StepResult("compact", "skipped", reason="not requested")
     if dry_run:
         return StepResult("compact", "skipped", reason="dry run")
-    try:
-        module = importlib.import_module("lakecore.compact")
-    except ImportError:
-        return StepResult("compact", "skipped", reason="lakecore.compact is not available")
-    fn = getattr(module, "compact", None)
+    fn = getattr(table, "compact", None)
     if fn is None:
-        return StepResult("compact", "skipped", reason="lakecore.compact has no compact()")
-    result = fn(table, full=(mode == "full"))
+        try:
+            fn = importlib.import_module("lakecore.compact.job").compact
+        except (ImportError, AttributeError):
+            return StepResult("compact", "skipped", reason="lakecore.compact is not available")
+        result = fn(table, full=(mode == "full"))
+    else:
+        result = fn(full=(mode == "full"))
     report = result.to_dict() if hasattr(result, "to_dict") else {"result": repr(result)}
     return StepResult("compact", "ok", report)
 

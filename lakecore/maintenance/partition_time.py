@@ -18,8 +18,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from lakecore.errors import OptionError
+
+if TYPE_CHECKING:
+    from lakecore.options import CoreOptions
 
 _DEFAULT = re.compile(
     r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")
@@ -191,3 +195,10 @@ def validate_partition_expiration(
                               f"(partition keys: {list(partition_keys)})")
     if formatter is not None:
         compile_formatter(formatter)
+
+
+def check_partition_expiration_options(opts: CoreOptions, partition_keys: Sequence[str]) -> None:
+    """For table creation (and ``ALTER``): ``validate_partition_expiration`` on an option map."""
+    validate_partition_expiration(partition_keys, opts.partition_timestamp_pattern,
+                                  opts.partition_timestamp_formatter,
+                                  opts.partition_expiration_time is not None)

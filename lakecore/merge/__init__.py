@@ -1,7 +1,7 @@
 """The merge tree's merge functions: sort KV records and merge each key's records into one,
 as Paimon's merge engines do, with columnar (pyarrow / numpy) code only."""
 
-from lakecore.merge.functions import merge_sorted, sort_and_merge
+from lakecore.merge.functions import merge_sorted
 from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
 from lakecore.merge.spec import (
     KEY_PREFIX,
@@ -23,7 +23,6 @@ __all__ = [
     "RowKind",
     "group_starts",
     "merge_sorted",
-    "sort_and_merge",
     "sort_kv",
     "sort_permutation",
 ]

@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import MergeError
 from lakecore.merge.aggregates import Groups, RetractionError, aggregate
-from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
+from lakecore.merge.sort import group_starts
 from lakecore.merge.spec import (
     KEY_PREFIX,
     SEQUENCE_NUMBER,
@@ -80,32 +80,6 @@ def merge_sorted(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool) -> pa
     else:
         result = _aggregation(table, spec, groups, kinds, retract)
     return _assemble(table, spec, groups, result, drop_retracts)
-
-
-_ROW = "_LAKECORE_ROW_"
-
-
-def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool) -> pa.Table:
-    """``merge_sorted(sort_kv(table))`` for a table in any order (e.g. a write buffer).
-
-    The row-picking engines (deduplicate, first-row) sort and merge only the key, sequence
-    and kind columns plus a row number, then gather every other column once, in output
-    order, instead of once to sort and again to merge.
-    """
-    if spec.engine not in (MergeEngine.DEDUPLICATE, MergeEngine.FIRST_ROW):
-        return merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
-    if spec.ignore_delete:
-        table = _drop_retractions(table)
-    order = [*spec.key_columns, *spec.sequence_fields, SEQUENCE_NUMBER, VALUE_KIND]
-    narrow = table.select(list(dict.fromkeys(order))).append_column(
-        _ROW, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    perm = sort_permutation(narrow, spec) if table.num_rows > 1 else None
-    if perm is not None:
-        narrow = narrow.take(pa.array(perm))
-    picked = merge_sorted(narrow, spec, drop_retracts=drop_retracts)
-    out = table.take(picked.column(_ROW))
-    i = out.schema.get_field_index(SEQUENCE_NUMBER)  # the key's largest, not the row's own
-    return out.set_column(i, out.schema.field(i), picked.column(SEQUENCE_NUMBER))
 
 
 def _drop_retractions(table: pa.Table) -> pa.Table:

@@ -31,10 +31,22 @@ def _fill_missing(table: FileStoreTable, t: pa.Table, columns: Sequence[str]) ->
         if c in t.column_names:
             continue
         if c.startswith(KEY_PREFIX) and c[len(KEY_PREFIX):] in t.column_names:
-            t = t.append_column(c, t.column(c[len(KEY_PREFIX):]))
+            t = t.append_column(pa.field(c, t.schema.field(c[len(KEY_PREFIX):]).type, False),
+                                t.column(c[len(KEY_PREFIX):]))  # key columns are NOT NULL
         elif c in rt.names:
             t = t.append_column(c, pa.nulls(t.num_rows, to_arrow(rt.field(c).type)))
     return t.select(list(columns))
+
+
+def _physical_columns(columns: Sequence[str], have: set[str]) -> list[str]:
+    """Columns to decode: a ``_KEY_k`` column equals column ``k``, so when both are wanted only
+    ``k`` is read and the key is aliased to it (one column less to decode)."""
+    wanted = set(columns)
+    return [
+        c for c in columns
+        if c in have and not (c.startswith(KEY_PREFIX) and c[len(KEY_PREFIX):] in wanted
+                              and c[len(KEY_PREFIX):] in have)
+    ]
 
 
 def read_data_file(table: FileStoreTable, partition: Sequence[Any], bucket: int,
@@ -66,8 +78,7 @@ def iter_data_file(table: FileStoreTable, partition: Sequence[Any], bucket: int,
     try:
         with table.file_io.open_input_file(path) as src:
             pf = pq.ParquetFile(src)
-            have = set(pf.schema_arrow.names)
-            cols = [c for c in columns if c in have]
+            cols = _physical_columns(columns, set(pf.schema_arrow.names))
             if chunk_rows is None:
                 t = pf.read(columns=cols)
                 rows = t.num_rows

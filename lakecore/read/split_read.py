@@ -94,7 +94,8 @@ class SplitRead:
                 continue
             ordered = sorted(section, key=lambda f: f.max_sequence_number)
             runs = [[self._read_file(split, f, cols)] for f in ordered]
-            for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True):
+            for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
+                                    columns=self.read_names):
                 yield self._finish(chunk)
 
     def _finish(self, t: pa.Table, kinds: pa.Array | None = None) -> pa.Table:

@@ -20,7 +20,7 @@ from pyspark.sql.types import IntegerType
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
 from lakecore.errors import CommitOutcomeUnknownError, SchemaError
 from lakecore.spark.faults import instrument_commit
-from lakecore.spark.messages import FileStats, decode_all, message_accumulator
+from lakecore.spark.messages import FileStats, decode_all, message_accumulator, task_failure
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.tasks import BUCKET_COLUMN, WRITE_RESULT_DDL, WriteTask, bucket_function
 from lakecore.spark.types import validate_source
@@ -124,7 +124,14 @@ def write_stage(
                   len(orphans))
         FileStoreCommit(table, request.commit_user).abort(orphans)
         raise
-    return decode_all(r["messages"] for r in rows), sum(r["rows"] for r in rows)
+    messages = decode_all(r["messages"] for r in rows if r["messages"] is not None)
+    failed = [r for r in rows if r["error"] is not None]
+    if failed:
+        log.error("%d write task(s) failed; deleting the files of the other %d message(s)",
+                  len(failed), len(messages))
+        FileStoreCommit(table, request.commit_user).abort(messages)
+        raise task_failure("write", [(r["error"], bool(r["validation"])) for r in failed])
+    return messages, sum(r["rows"] for r in rows)
 
 
 def commit_stage(

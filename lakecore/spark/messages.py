@@ -1,10 +1,12 @@
-"""CommitMessages between executors and the driver.
+"""CommitMessages between executors and the driver, and how failures reach the driver.
 
-Tasks return their serialized messages as rows (the normal path) and also add them to an
-accumulator. Spark merges a task's accumulator update when the task succeeds, even if the job
-fails later, so on failure the driver still learns which files the finished tasks wrote and
-can delete them (``abort``). Files of a task attempt that dies mid-write (killed worker, lost
-executor) are unreferenced by any snapshot and left to orphan-file removal.
+Tasks return their serialized messages as rows. A task whose work fails (bad input, an I/O
+error) deletes its own files and returns the error as a row, so the Spark job still finishes
+and the driver learns every file the other tasks wrote and deletes them. When Spark itself
+fails the job (a lost executor, a killed worker), the accumulator of messages still holds
+those of the tasks that finished (Spark merges a successful task's update even if the job
+fails later); files of attempts that die mid-write are unreferenced by any snapshot and left
+to orphan-file removal.
 """
 
 from __future__ import annotations
@@ -15,7 +17,24 @@ from typing import Any
 
 from pyspark import Accumulator, AccumulatorParam, SparkContext
 
+from lakecore.errors import LakecoreError, LakecoreValidationError
 from lakecore.write.commit_message import CommitMessage, deserialize_messages
+
+
+class SparkTaskError(LakecoreError):
+    """A task failed on an executor; the message carries the task's own error."""
+
+
+class SparkTaskValidationError(SparkTaskError, LakecoreValidationError):
+    """A task rejected its input (a bad value, a row outside the overwritten partition)."""
+
+
+def task_failure(stage: str, errors: Sequence[tuple[str, bool]]) -> SparkTaskError:
+    """One exception for the failed tasks of a stage: validation if any task saw bad input."""
+    first = next((e for e in errors if e[1]), errors[0])
+    more = f" (and {len(errors) - 1} more failed task(s))" if len(errors) > 1 else ""
+    cls = SparkTaskValidationError if first[1] else SparkTaskError
+    return cls(f"{stage} task failed: {first[0]}{more}")
 
 
 class _BlobListParam(AccumulatorParam):  # type: ignore[type-arg]

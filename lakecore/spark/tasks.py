@@ -11,7 +11,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.errors import SchemaError
+from lakecore.errors import LakecoreValidationError, SchemaError
 from lakecore.format.bucket import bucket_ids
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
@@ -21,7 +21,8 @@ from lakecore.write.commit_message import serialize_messages
 from lakecore.write.table_write import TableWrite
 
 BUCKET_COLUMN = "__lakecore_bucket"
-WRITE_RESULT_DDL = "messages binary, rows bigint, files int, bytes bigint"
+WRITE_RESULT_DDL = (
+    "messages binary, rows bigint, files int, bytes bigint, error string, validation boolean")
 SPLIT_COLUMN = "split"
 # Spark hands Python ~10k-row batches; lakecore's writer works better on bigger ones.
 WRITE_BATCH_ROWS = 256 * 1024
@@ -52,18 +53,44 @@ def bucket_function(
     return paimon_bucket
 
 
-def _result_batch(blob: bytes, rows: int, files: int, size: int) -> pa.RecordBatch:
+_RESULT_SCHEMA = pa.schema([("messages", pa.binary()), ("rows", pa.int64()),
+                            ("files", pa.int32()), ("bytes", pa.int64()),
+                            ("error", pa.string()), ("validation", pa.bool_())])
+
+
+def task_error(error: Exception) -> tuple[str, bool]:
+    """(one-line description, whether it is bad input) of a task's exception."""
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}", isinstance(error, LakecoreValidationError)
+
+
+def _result_batch(blob: bytes | None, rows: int, files: int, size: int,
+                  error: tuple[str, bool] | None = None) -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict(
-        {"messages": [blob], "rows": [rows], "files": [files], "bytes": [size]},
-        schema=pa.schema([("messages", pa.binary()), ("rows", pa.int64()),
-                          ("files", pa.int32()), ("bytes", pa.int64())]),
+        {"messages": [blob], "rows": [rows], "files": [files], "bytes": [size],
+         "error": [error[0] if error else None], "validation": [error[1] if error else None]},
+        schema=_RESULT_SCHEMA,
     )
+
+
+def _drain(batches: Iterable[Any]) -> None:
+    """Consume the rest of a failed task's input, so the task ends like any other."""
+    try:
+        for _ in batches:
+            pass
+    except Exception:  # the input itself is broken: the reported error is the first one
+        pass
 
 
 @dataclass(frozen=True)
 class WriteTask:
     """``mapInArrow`` body: every row of this Spark partition goes through one lakecore
-    writer in write-only mode; the task emits one row with its serialized CommitMessages."""
+    writer in write-only mode; the task emits one row with its serialized CommitMessages.
+
+    A failing task deletes its own files and reports the error as a row instead of failing
+    the Spark job: every other task then finishes normally and reports its files, so the
+    driver can delete all of them (a failed Spark job cancels running tasks, whose files
+    nobody would report)."""
 
     ref: TableRef
     commit_user: str
@@ -95,10 +122,12 @@ class WriteTask:
                 writer = writer or self._open()
                 rows += self._flush(writer, pending)
             messages = writer.prepare_commit() if writer is not None else []
-        except BaseException:
+        except Exception as e:
             if writer is not None:
-                writer.abort()  # this attempt's files go; a retry writes its own
-            raise
+                writer.abort()
+            _drain(batches)
+            yield _result_batch(None, rows, 0, 0, task_error(e))
+            return
         if not messages:
             return
         blob = serialize_messages(messages)
@@ -118,24 +147,39 @@ class WriteTask:
 
 @dataclass(frozen=True)
 class CompactTask:
-    """``mapPartitions`` body over pickled compaction ``BucketTask``s: rewrite each bucket
-    on this executor, yield the serialized CommitMessages."""
+    """``mapPartitions`` body over pickled compaction ``BucketTask``s: rewrite each bucket on
+    this executor; yield (serialized CommitMessages, None) per bucket, or (None, error) and
+    stop, after deleting what this task wrote (as ``WriteTask``)."""
 
     ref: TableRef
     full: bool
     accumulator: Any
 
-    def __call__(self, tasks: Iterable[Any]) -> Iterator[bytes]:
+    def __call__(self, tasks: Iterable[Any]) -> Iterator[tuple[bytes | None, tuple | None]]:
         from lakecore.compact.job import run_bucket_task
 
-        table = self.ref.load().copy({"write-only": "true"})
-        for task in tasks:
-            message = run_bucket_task(table, task, self.full)
-            if message is None or message.is_empty():
-                continue
-            blob = serialize_messages([message])
-            self.accumulator.add([blob])
-            yield blob
+        table = self.ref.load()
+        done: list[bytes] = []
+        try:
+            for task in tasks:
+                message = run_bucket_task(table, task, self.full)
+                if message is not None and not message.is_empty():
+                    done.append(serialize_messages([message]))
+        except Exception as e:
+            _delete_written(table, done)
+            yield None, task_error(e)
+            return
+        if done:
+            self.accumulator.add(done)
+        for blob in done:
+            yield blob, None
+
+
+def _delete_written(table: Any, blobs: list[bytes]) -> None:
+    from lakecore.commit.file_store_commit import FileStoreCommit
+    from lakecore.write.commit_message import deserialize_messages
+
+    FileStoreCommit(table, "abort").abort([m for b in blobs for m in deserialize_messages(b)])
 
 
 @dataclass(frozen=True)

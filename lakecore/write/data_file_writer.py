@@ -95,8 +95,13 @@ class RollingFileWriter:
         self._path = self.paths.data_file_path(self.partition, self.bucket, self._name)
         self._stream = self.file_io.open_output_stream(self._path)
         self.written_paths.append(self._path)
+        # Dictionary pages fall back to plain after 64 KiB: unique columns (keys, sequence
+        # numbers) stop paying for a dictionary early, low-cardinality ones keep it.
         self._writer = pq.ParquetWriter(
-            self._stream, self.spec.file_schema, compression=self.spec.compression
+            self._stream,
+            self.spec.file_schema,
+            compression=self.spec.compression,
+            dictionary_pagesize_limit=64 * 1024,
         )
 
     def write(self, chunk: pa.Table) -> None:

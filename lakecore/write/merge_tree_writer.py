@@ -19,8 +19,7 @@ import pyarrow.ipc as ipc
 
 from lakecore.fileio import FileIO
 from lakecore.format.manifest import FileSource
-from lakecore.merge.functions import merge_sorted
-from lakecore.merge.sort import sort_kv
+from lakecore.merge.fast import sort_and_merge
 from lakecore.merge.spec import MergeSpec
 from lakecore.paths import PathFactory
 from lakecore.write.commit_message import CommitMessage
@@ -101,7 +100,7 @@ class MergeTreeWriter:
 
     def _sorted_buffer(self) -> pa.Table:
         table = pa.concat_tables(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
-        return merge_sorted(sort_kv(table, self.merge_spec), self.merge_spec, drop_retracts=False)
+        return sort_and_merge(table, self.merge_spec, drop_retracts=False)
 
     def spill_or_flush(self) -> None:
         """Free the buffer: spill a sorted run to local disk, or flush a level-0 file."""

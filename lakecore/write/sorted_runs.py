@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from lakecore.merge.fast import sort_and_merge
 from lakecore.merge.functions import merge_sorted
-from lakecore.merge.sort import sort_kv
 from lakecore.merge.spec import MergeSpec
 
 
@@ -48,9 +48,11 @@ class _Run:
 
 
 def merge_runs(
-    runs: list[Iterable[pa.Table]], spec: MergeSpec, *, drop_retracts: bool
+    runs: list[Iterable[pa.Table]], spec: MergeSpec, *, drop_retracts: bool,
+    columns: list[str] | None = None,
 ) -> Iterator[pa.Table]:
-    """Merge sorted runs into sorted, merged chunks (one row per key)."""
+    """Merge sorted runs into sorted, merged chunks (one row per key). ``columns``: only these
+    columns of the merged rows are wanted (the rest are read for merging only)."""
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
     while True:
@@ -63,6 +65,8 @@ def merge_runs(
             only = live[0]
             assert only.buf is not None
             merged = merge_sorted(only.buf, spec, drop_retracts=drop_retracts)
+            if columns is not None:
+                merged = merged.select(columns)
             only.buf = None
             # a single run already has one row per key, but merging also applies drop_retracts
             if merged.num_rows:
@@ -77,6 +81,6 @@ def merge_runs(
                 taken.append(s.buf.slice(0, k))
                 s.buf = s.buf.slice(k)
         batch = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
-        merged = merge_sorted(sort_kv(batch, spec), spec, drop_retracts=drop_retracts)
+        merged = sort_and_merge(batch, spec, drop_retracts=drop_retracts, columns=columns)
         if merged.num_rows:
             yield merged

@@ -94,6 +94,15 @@ class JobContext:
     stages: dict[str, float] = field(default_factory=dict)
     _catalogs: list[FileSystemCatalog] = field(default_factory=list)
 
+    def session(self) -> Any:
+        """The Spark session, started on first use: a job that finds nothing to do (a rerun
+        of a committed run, no bucket to compact) never pays for one."""
+        if self.spark is None:
+            with self.stage("session"):
+                self.spark = start_session(f"lakecore-{self.job}-{self.args.table}",
+                                           self.args.master, self.args.spark_log_level)
+        return self.spark
+
     @property
     def warehouse(self) -> str:
         return normalize_warehouse(self.args.warehouse)
@@ -141,8 +150,9 @@ def run_job(
     body: Callable[[JobContext], Mapping[str, Any]],
     argv: Sequence[str] | None = None,
 ) -> int:
-    """Parse, start Spark, run ``body``, print one JSON summary line; 0 on success, 1 on
-    failure with ``lakecore-spark <job> failed: <error>`` as the last line (stderr)."""
+    """Parse, run ``body`` (which starts Spark through ``ctx.session()`` when it needs it),
+    print one JSON summary line; 0 on success, 1 on failure with ``lakecore-spark <job>
+    failed: <error>`` as the last line (stderr; spark-submit merges it into stdout)."""
     args = parser.parse_args(argv)
     _configure_logging()
     started = time.perf_counter()
@@ -150,9 +160,6 @@ def run_job(
     summary: dict[str, Any] = {"job": job, "status": "ok", "table": args.table}
     error: str | None = None
     try:
-        with ctx.stage("session"):
-            ctx.spark = start_session(f"lakecore-{job}-{args.table}", args.master,
-                                      args.spark_log_level)
         summary.update(body(ctx))
     except BaseException as e:  # every failure becomes the summary and exit 1
         error = describe_error(e)

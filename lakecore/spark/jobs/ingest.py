@@ -76,13 +76,14 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
     if done:
         return {"commit_user": request.commit_user, "commit_identifier": a.commit_identifier,
                 "snapshot_ids": [], "skipped": True, "rows": 0, "files": 0, "bytes": 0}
+    spark = ctx.session()
     with ctx.stage("read-source"):
         df = load_source(
-            ctx.spark, path=a.source, fmt=SourceFormat(a.source_format),
+            spark, path=a.source, fmt=SourceFormat(a.source_format),
             options=parse_pairs(a.source_option, "--source-option"),
             table=a.source_table, query=a.source_query,
         )
-    result = ingest_dataframe(ctx.spark, df, table, ctx.warehouse, request,
+    result = ingest_dataframe(spark, df, table, ctx.warehouse, request,
                               ctx.catalog_options, stage=ctx.stage)
     return result.summary()
 
