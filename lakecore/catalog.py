@@ -16,6 +16,7 @@ from lakecore.errors import (
 )
 from lakecore.fileio import FileIO
 from lakecore.lock import CatalogLock, lock_from_options
+from lakecore.maintenance.partition_time import check_partition_expiration_options
 from lakecore.schema import Schema, TableSchema
 from lakecore.table import FileStoreTable
 
@@ -110,6 +111,7 @@ class FileSystemCatalog:
             raise DatabaseNotExistError(f"database {db!r} does not exist")
         path = self.table_path(identifier)
         ts = TableSchema.from_schema(0, schema, int(time.time() * 1000))
+        check_partition_expiration_options(ts.core_options, ts.partition_keys)
         created = self.file_io.try_create(f"{path}/schema/schema-0", ts.to_json().encode())
         if not created:
             if ignore_if_exists:

@@ -8,6 +8,7 @@ import json
 import sys
 from collections.abc import Sequence
 
+from lakecore import cli_maintenance
 from lakecore.catalog import CatalogFactory
 from lakecore.errors import LakecoreError
 from lakecore.inspect import format_report, inspect_table
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partition", action="append", default=[], metavar="K=V[,K=V]",
                    help="only these partitions (repeatable)")
     p.add_argument("--full", action="store_true", help="full compaction to the max level")
+    cli_maintenance.register(sub, _common)
     return parser
 
 
@@ -57,6 +59,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         table = catalog.get_table(args.table)
         if table_opts:
             table = table.copy(table_opts)
+        if args.command in cli_maintenance.COMMANDS:
+            return cli_maintenance.run(args, table)
         if args.command == "inspect":
             report = inspect_table(table, args.max_snapshots)
             print(json.dumps(report) if args.json else format_report(report))

@@ -16,6 +16,15 @@ from lakecore.snapshot_manager import SnapshotManager
 
 if TYPE_CHECKING:
     from lakecore.compact.job import CompactReport
+    from lakecore.maintenance import (
+        ExpireReport,
+        MaintainReport,
+        OrphanReport,
+        PartitionExpireReport,
+        RollbackReport,
+        TagDeleteReport,
+        TagInfo,
+    )
     from lakecore.read.read_builder import ReadBuilder
     from lakecore.write.write_builder import BatchWriteBuilder, StreamWriteBuilder
 
@@ -130,6 +139,54 @@ class FileStoreTable:
         from lakecore.compact.job import compact
 
         return compact(self, partitions, full, commit_user)
+
+    def expire_snapshots(self, *args: Any, **kwargs: Any) -> ExpireReport:
+        """Expire snapshots by the table's retention (dry run unless ``dry_run=False``)."""
+        from lakecore import maintenance
+
+        return maintenance.expire_snapshots(self, *args, **kwargs)
+
+    def expire_partitions(self, *args: Any, **kwargs: Any) -> PartitionExpireReport:
+        """Expire partitions older than ``partition.expiration-time`` (an OVERWRITE commit)."""
+        from lakecore import maintenance
+
+        return maintenance.expire_partitions(self, *args, **kwargs)
+
+    def remove_orphan_files(self, *args: Any, **kwargs: Any) -> OrphanReport:
+        """Delete files no snapshot, tag or running commit references, older than ``older_than``."""
+        from lakecore import maintenance
+
+        return maintenance.remove_orphan_files(self, *args, **kwargs)
+
+    def list_tags(self, *args: Any, **kwargs: Any) -> list[TagInfo]:
+        """Tags, each pinning a snapshot."""
+        from lakecore import maintenance
+
+        return maintenance.list_tags(self, *args, **kwargs)
+
+    def delete_tag(self, *args: Any, **kwargs: Any) -> TagDeleteReport:
+        """Delete a tag (and files only it kept alive)."""
+        from lakecore import maintenance
+
+        return maintenance.delete_tag(self, *args, **kwargs)
+
+    def rollback_to(self, *args: Any, **kwargs: Any) -> RollbackReport:
+        """Roll back to ``snapshot_id=`` or ``tag=`` (later snapshots removed)."""
+        from lakecore import maintenance
+
+        return maintenance.rollback_to(self, *args, **kwargs)
+
+    def maintain(self, *args: Any, **kwargs: Any) -> MaintainReport:
+        """compact (optional) -> expire snapshots -> expire partitions -> orphans."""
+        from lakecore import maintenance
+
+        return maintenance.maintain(self, *args, **kwargs)
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, **kwargs: Any) -> TagInfo:
+        """Pin ``snapshot_id`` (default: latest) under ``name``; expiry keeps what it needs."""
+        from lakecore import maintenance
+
+        return maintenance.create_tag(self, name, snapshot_id, **kwargs)
 
     def new_read_builder(self) -> ReadBuilder:
         from lakecore.read.read_builder import ReadBuilder

@@ -7,10 +7,11 @@ is configured). Idempotent per (commit user, commit identifier).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,13 @@ from lakecore.commit.conflicts import (
     check_deletes_live,
     check_level_overlap,
 )
-from lakecore.errors import CommitRetryableError, CommitTimeoutError, LakecoreError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitRetryableError,
+    CommitTimeoutError,
+    LakecoreError,
+    LakecoreValidationError,
+)
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
@@ -56,6 +63,7 @@ class FileStoreCommit:
         self.mio = table.manifest_io()
         # the snapshot a compaction or overwrite was planned on; names the conflicting users
         self.base_snapshot_id: int | None = None
+        self._abort_scope: list[CommitMessage] = []  # whose files a fatal failure deletes
         rt = table.schema.row_type
         self.key_types = [rt.field(k).type for k in table.schema.trimmed_primary_keys]
 
@@ -87,11 +95,20 @@ class FileStoreCommit:
         if self.is_committed(identifier):
             log.info("commit %s/%s already committed; nothing to do", self.commit_user, identifier)
             return CommitResult((), skipped=True)
+        self._abort_scope = list(messages)
+        with self._abort_on_fatal():
+            self._check_not_expired(messages)
+            return self._commit(messages, identifier, properties)
+
+    def _commit(self, messages: Sequence[CommitMessage], identifier: int,
+                properties: dict[str, str] | None) -> CommitResult:
         append, append_log, compact, compact_log = self._collect(messages)
         ids: list[int] = []
         if append or append_log:
             ids.append(self._try_commit(CommitKind.APPEND, lambda live: append, append_log,
                                         identifier, properties, need_live=True))
+            # the new files are committed now; only the compaction's own files may go
+            self._abort_scope = [m.compaction_only() for m in messages]
         if compact or compact_log:
             ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
                                         identifier, properties, need_live=True))
@@ -108,6 +125,14 @@ class FileStoreCommit:
         for dynamic overwrite the caller passes the partitions present in ``messages``)."""
         if self.is_committed(identifier):
             return CommitResult((), skipped=True)
+        self._abort_scope = list(messages)
+        with self._abort_on_fatal():
+            self._check_not_expired(messages)
+            return self._overwrite(messages, partition_filter, identifier, properties)
+
+    def _overwrite(self, messages: Sequence[CommitMessage],
+                   partition_filter: PartitionFilter | None, identifier: int,
+                   properties: dict[str, str] | None) -> CommitResult:
         append, append_log, _, _ = self._collect(messages)
         codec = self.table.partition_codec
 
@@ -132,6 +157,27 @@ class FileStoreCommit:
                                                                        f.file_name))
 
     # -- internals -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _abort_on_fatal(self) -> Iterator[None]:
+        """A commit that can never succeed (bad input, conflict) deletes the files its writers
+        produced, leaving the table as it was. Timeouts and unknown outcomes keep them: the
+        snapshot may have landed, and a retry with the same identifier will tell."""
+        try:
+            yield
+        except (LakecoreValidationError, CommitConflictError):
+            self.abort(self._abort_scope)
+            raise
+
+    def _check_not_expired(self, messages: Sequence[CommitMessage]) -> None:
+        """Writing new files into a partition that expiry dropped is refused
+        (PartitionExpiredError). Old partitions that were never expired stay writable (an
+        Airflow backfill of old dates), the next expiry drops them again."""
+        partitions = {tuple(m.partition) for m in messages if m.new_files}
+        if partitions and self.table.partition_keys:
+            from lakecore.maintenance import check_not_expired
+
+            check_not_expired(self.table, partitions, past_cutoff=False)
+
     def _collect(self, messages: Sequence[CommitMessage]) -> tuple[list[ManifestEntry], ...]:
         enc = self.table.partition_codec.encode
         append, append_log, compact, compact_log = [], [], [], []

@@ -31,7 +31,16 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import create_engine, delete, event, insert, inspect, literal_column, select
+from sqlalchemy import (
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    insert,
+    inspect,
+    literal_column,
+    select,
+)
 from sqlalchemy.engine import URL, Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
@@ -72,12 +81,12 @@ class _Connection:
         self._lock = lock
         self._conn: Connection | None = None
 
-    def execute(self, stmt: Any) -> CursorResult[Any]:
+    def execute(self, stmt: Any, params: dict[str, Any]) -> CursorResult[Any]:
         conn = self._conn
         if conn is None or conn.invalidated or conn.closed:
             self.close()
             conn = self._conn = self._lock.connect()
-        return conn.execute(stmt)
+        return conn.execute(stmt, params)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -123,7 +132,17 @@ class SqlCatalogLock:
         self.clock, self.sleep = clock, sleep
         self.rng = rng or random.Random()
         self.engine_options = dict(engine_options or {})
-        self._now_ms = literal_column(NOW_MS[self.dialect])
+        # Built once: executing a prepared construct with parameters skips rebuilding and
+        # re-keying it on every call (the lock sits on every commit's path).
+        now_ms = literal_column(NOW_MS[self.dialect])
+        lock_id, owner = bindparam("lock_id"), bindparam("owner")
+        self._insert = insert(LOCKS).values(lock_id=lock_id, owner=owner, acquired_at=now_ms,
+                                            expire_seconds=self.expire_seconds)
+        self._select = select(LOCKS.c.owner, LOCKS.c.acquired_at, LOCKS.c.expire_seconds,
+                              now_ms.label("now_ms")).where(LOCKS.c.lock_id == lock_id)
+        self._delete = delete(LOCKS).where(LOCKS.c.lock_id == lock_id, LOCKS.c.owner == owner)
+        self._delete_expired = self._delete.where(
+            LOCKS.c.acquired_at + LOCKS.c.expire_seconds * 1000 < now_ms)
         self._engine_obj: Engine | None = None
         self._engine_pid = 0
         self._table_ready = False
@@ -284,11 +303,9 @@ class SqlCatalogLock:
             backoff = min(cap, backoff * 2)
 
     def _try_insert(self, conn: _Connection, lock_id: str, owner: str) -> bool:
-        stmt = insert(LOCKS).values(lock_id=lock_id, owner=owner, acquired_at=self._now_ms,
-                                    expire_seconds=self.expire_seconds)
         for attempt in range(3):
             try:
-                conn.execute(stmt)
+                conn.execute(self._insert, {"lock_id": lock_id, "owner": owner})
                 return True
             except IntegrityError as e:
                 if not is_duplicate_key(self.dialect, e):
@@ -305,9 +322,7 @@ class SqlCatalogLock:
         return False  # pragma: no cover - the loop returns or raises
 
     def _holder(self, conn: _Connection, lock_id: str) -> LockHolder | None:
-        stmt = select(LOCKS.c.owner, LOCKS.c.acquired_at, LOCKS.c.expire_seconds,
-                      self._now_ms.label("now_ms")).where(LOCKS.c.lock_id == lock_id)
-        row = conn.execute(stmt).first()
+        row = conn.execute(self._select, {"lock_id": lock_id}).first()
         if row is None:
             return None
         acquired, expire, now = int(row.acquired_at), int(row.expire_seconds), int(row.now_ms)
@@ -316,12 +331,8 @@ class SqlCatalogLock:
 
     def _delete_stale(self, conn: _Connection, stale: LockHolder) -> bool:
         """Delete exactly that stale row (same owner token), if it is still there."""
-        stmt = delete(LOCKS).where(
-            LOCKS.c.lock_id == stale.lock_id,
-            LOCKS.c.owner == stale.owner,
-            LOCKS.c.acquired_at + LOCKS.c.expire_seconds * 1000 < self._now_ms,
-        )
-        return bool(conn.execute(stmt).rowcount)
+        params = {"lock_id": stale.lock_id, "owner": stale.owner}
+        return bool(conn.execute(self._delete_expired, params).rowcount)
 
     def release(self, lock_id: str, owner: str, conn: _Connection | None = None) -> None:
         """Delete our row. Never raises: the guarded action already happened (a commit's
@@ -332,10 +343,9 @@ class SqlCatalogLock:
                 return self.release(lock_id, owner, conn)
             finally:
                 conn.close()
-        stmt = delete(LOCKS).where(LOCKS.c.lock_id == lock_id, LOCKS.c.owner == owner)
         for attempt in range(3):
             try:
-                deleted = conn.execute(stmt).rowcount
+                deleted = conn.execute(self._delete, {"lock_id": lock_id, "owner": owner}).rowcount
                 if not deleted:
                     log.error("catalog lock %s was no longer held by %s at release: it was "
                               "taken over after its expiry", lock_id, owner)

@@ -291,6 +291,7 @@ def check_not_expired(
     partitions: Iterable[Sequence[Any]],
     *,
     now: datetime | None = None,
+    past_cutoff: bool = True,
 ) -> None:
     """Raise ``PartitionExpiredError`` if a write into ``partitions`` (tuples of partition
     values in partition-key order, as ``CommitMessage.partition``) targets a partition that
@@ -305,7 +306,7 @@ def check_not_expired(
     recorded = {tuple(r.get(k) for k in keys) for r in expired_partition_records(table)}
     o = table.options
     cutoff = None
-    if (o.partition_expiration_time is not None
+    if (past_cutoff and o.partition_expiration_time is not None
             and o.partition_expiration_strategy is PartitionExpirationStrategy.VALUES_TIME):
         cutoff = to_local_naive(now) - o.partition_expiration_time
     bad: list[dict[str, str]] = []

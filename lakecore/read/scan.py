@@ -50,6 +50,10 @@ class TableScan:
         sm = self.table.snapshot_manager
         if o.scan_snapshot_id is not None:
             return sm.snapshot(o.scan_snapshot_id)
+        if o.scan_tag_name is not None:
+            from lakecore.maintenance import scan_tag_snapshot
+
+            return scan_tag_snapshot(self.table)
         if o.scan_timestamp_millis is not None:
             snap = sm.earlier_or_equal_time(o.scan_timestamp_millis)
             if snap is None:
@@ -62,7 +66,13 @@ class TableScan:
     def plan(self) -> Plan:
         between = self.table.options.incremental_between
         if between is not None:
-            return self._plan_incremental(*between)
+            start, end = between
+            if isinstance(start, str) or isinstance(end, str):  # tag names
+                from lakecore.maintenance import tag_snapshot
+
+                start = start if isinstance(start, int) else tag_snapshot(self.table, start).id
+                end = end if isinstance(end, int) else tag_snapshot(self.table, end).id
+            return self._plan_incremental(start, end)
         snap = self._snapshot()
         if snap is None:
             return Plan((), None)

@@ -35,10 +35,21 @@ class CommitMessage:
         )
 
     def written_files(self) -> tuple[DataFileMeta, ...]:
-        """Files this message created (what ``abort`` must delete)."""
-        return self.new_files + self.changelog_files + self.compact_after + (
-            self.compact_changelog_files
-        )
+        """Files this message created (what ``abort`` must delete). An upgraded file (same
+        name in compact_before and compact_after, only its level changed) was not created."""
+        return self.new_files + self.changelog_files + self.compacted_files()
+
+    def compacted_files(self) -> tuple[DataFileMeta, ...]:
+        """Files the compaction part created (rewrites and its changelog, not upgrades)."""
+        kept = {f.file_name for f in self.compact_before}
+        rewritten = tuple(f for f in self.compact_after if f.file_name not in kept)
+        return rewritten + self.compact_changelog_files
+
+    def compaction_only(self) -> CommitMessage:
+        """This message without its APPEND part (after the APPEND snapshot landed)."""
+        return CommitMessage(self.partition, self.bucket, self.total_buckets,
+                             compact_before=self.compact_before, compact_after=self.compact_after,
+                             compact_changelog_files=self.compact_changelog_files)
 
 
 def serialize_messages(messages: list[CommitMessage]) -> bytes:

@@ -3,6 +3,7 @@ commit identifiers, for jobs that commit again and again as the same commit user
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +13,21 @@ from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
 from lakecore.table import FileStoreTable
 from lakecore.write.commit_message import CommitMessage
 from lakecore.write.table_write import TableWrite
+
+log = logging.getLogger(__name__)
+
+
+def run_after_commit(table: FileStoreTable, result: CommitResult) -> None:
+    """Writers that are not write-only expire partitions and snapshots after each commit, as
+    Paimon's do. The commit has landed: a failure here is logged, never raised."""
+    if not result.snapshot_ids or table.options.write_only:
+        return
+    from lakecore.maintenance import after_commit
+
+    try:
+        after_commit(table)
+    except Exception:  # noqa: BLE001 - maintenance must not undo a successful commit
+        log.exception("post-commit maintenance of %s failed", table.identifier)
 
 
 class BatchWriteBuilder:
@@ -69,6 +85,7 @@ class BatchTableCommit:
             self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
         else:
             self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
+        run_after_commit(self.table, self.last_result)
         return self.last_result
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
@@ -105,7 +122,9 @@ class StreamTableCommit:
         self._commit = FileStoreCommit(table, commit_user)
 
     def commit(self, messages: Sequence[CommitMessage], commit_identifier: int) -> CommitResult:
-        return self._commit.commit(messages, commit_identifier)
+        result = self._commit.commit(messages, commit_identifier)
+        run_after_commit(self.table, result)
+        return result
 
     def overwrite(
         self,
@@ -118,7 +137,9 @@ class StreamTableCommit:
             if static_partition
             else None
         )
-        return self._commit.overwrite(messages, pf, commit_identifier)
+        result = self._commit.overwrite(messages, pf, commit_identifier)
+        run_after_commit(self.table, result)
+        return result
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
         return self._commit.filter_committed(identifiers)

@@ -201,3 +201,31 @@ def test_full_compaction_delta_commits(tmp_path):
     max_level = t.options.num_levels - 1
     assert {f.level for f in live_files(t)} == {max_level}
     assert as_model(t) == {("a", i): 3 for i in range(10)}
+
+
+def test_inline_compaction_conflict_keeps_the_appended_files(tmp_path):
+    """APPEND lands, then another compactor rewrites the same files before our COMPACT: our
+    COMPACT fails as a conflict, deletes only its own outputs, and no committed row is lost."""
+    t = table(tmp_path, **{"write-only": "false", "num-sorted-run.compaction-trigger": "2"})
+    write(t, batch(range(10), "a", 1))
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(batch(range(5, 15), "a", 2))
+    msgs = w.prepare_commit()
+    assert any(m.compact_before for m in msgs)
+    from lakecore.commit.file_store_commit import FileStoreCommit
+
+    commit = FileStoreCommit(t, "inline-writer")
+    real = commit._publish
+
+    def publish(latest, snapshot):
+        if snapshot.commit_kind is CommitKind.COMPACT:
+            t.copy({}).compact(full=True)  # a dedicated compactor wins the race
+        return real(latest, snapshot)
+
+    commit._publish = publish
+    with pytest.raises(CommitConflictError):
+        commit.commit(msgs)
+    assert as_model(t) == {("a", i): (1 if i < 5 else 2) for i in range(15)}
+    ours = {f.file_name for m in msgs for f in m.compacted_files()}
+    assert not [f for f in table_files(t) if f.rsplit("/", 1)[-1] in ours]

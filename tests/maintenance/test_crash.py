@@ -47,11 +47,11 @@ from lakecore.maintenance import ExpireConfig, expire_snapshots, rollback_to
 warehouse, what, now = sys.argv[1], sys.argv[2], datetime.fromisoformat(sys.argv[3])
 table = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
 if what == "expire":
-    cfg = ExpireConfig(%d, %d, timedelta(0), 1000)
+    cfg = ExpireConfig(KEEP, KEEP, timedelta(0), 1000)
     expire_snapshots(table, dry_run=False, now=now, config=cfg)
 else:
     rollback_to(table, tag="base", dry_run=False)
-""" % (KEEP, KEEP)
+""".replace("KEEP", str(KEEP))
 
 
 def config() -> ExpireConfig:
@@ -166,3 +166,54 @@ def test_crash_hook_is_inert_without_the_variable(tmp_path):
                                                                              timedelta(0), 10))
     assert report.snapshots_removed == 2
     assert json.loads(json.dumps(report.to_dict()))["snapshots_removed"] == 2
+
+
+LOOPER = """
+import sys, os
+from datetime import datetime, timedelta
+from lakecore import CatalogFactory
+from lakecore.maintenance import ExpireConfig, expire_snapshots
+warehouse, stop = sys.argv[1], sys.argv[2]
+table = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
+cfg = ExpireConfig(3, 3, timedelta(0), 1000)
+runs = 0
+while not os.path.exists(stop):
+    expire_snapshots(table, dry_run=False, now=datetime.now() + timedelta(days=1), config=cfg)
+    runs += 1
+print(runs)
+"""
+
+
+@pytest.mark.slow
+def test_two_concurrent_expirers_beside_a_writer(tmp_path):
+    t = pk_table(tmp_path)
+    write(t, rows([0], "a", 0))
+    stop = tmp_path / "stop"
+    procs = [subprocess.Popen([sys.executable, "-c", LOOPER, str(tmp_path), str(stop)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    expected = {}
+    try:
+        for i in range(30):
+            if i % 7 == 6:
+                full_compact(t)
+            elif i % 5 == 4:
+                write(t, rows([i % 3], "ab"[i % 2], i), overwrite={"dt": "ab"[i % 2]})
+            else:
+                write(t, rows([i % 4, 50 + i], "ab"[i % 2], i))
+            latest = t.snapshot_manager.latest()
+            expected[latest.id] = read_snapshot(t, latest)
+    finally:
+        stop.write_text("stop")
+        outs = [p.communicate(timeout=120) for p in procs]
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert int(out) > 0
+    expire_snapshots(t, dry_run=False, now=NOW, config=config())
+    assert len(t.snapshot_manager.list_ids()) == KEEP
+    for (_, sid), content in read_views(t).items():
+        assert content == expected[sid]
+    assert missing_referenced_files(t) == []
+    from lakecore.maintenance import remove_orphan_files
+
+    assert remove_orphan_files(t, older_than=timedelta(0), now=NOW).files == ()  # no leaks

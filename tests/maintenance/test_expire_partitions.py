@@ -116,7 +116,7 @@ def test_unparsable_values_are_reported_not_dropped(tmp_path):
 def test_null_partition_is_reported(tmp_path):
     schema = pa.schema([("v", pa.int64()), ("dt", pa.string())])
     t = make_table(str(tmp_path), schema, partition_keys=["dt"],
-                   options={"partition.expiration-time": "1 d"})
+                   options={"partition.expiration-time": "1 d", "write-only": "true"})
     write(t, {"v": [1, 2], "dt": ["2023-01-01", None]})
     report = expire_partitions(t, now=date(5), dry_run=False)
     assert report.plan.expired == ({"dt": "2023-01-01"},)
@@ -137,7 +137,8 @@ def test_pattern_over_several_partition_keys(tmp_path):
     schema = pa.schema([("v", pa.int64()), ("y", pa.string()), ("m", pa.string()),
                         ("d", pa.string())])
     t = make_table(str(tmp_path), schema, partition_keys=["y", "m", "d"], options={
-        "partition.expiration-time": "1 d", "partition.timestamp-pattern": "$y-$m-$d"})
+        "partition.expiration-time": "1 d", "partition.timestamp-pattern": "$y-$m-$d",
+        "write-only": "true"})
     write(t, {"v": [1, 2], "y": ["2023", "2023"], "m": ["1", "01"], "d": ["2", "05"]})
     report = expire_partitions(t, now=date(4), dry_run=False)
     assert report.plan.expired == ({"y": "2023", "m": "1", "d": "2"},)
@@ -171,6 +172,11 @@ def test_writes_into_expired_partitions_are_refused(tmp_path):
     with pytest.raises(PartitionExpiredError, match="before the expiration cut-off"):
         check_not_expired(t, [("20230105",)], now=later)  # values-time: past the cut-off
     check_not_expired(t, [("20230105",), ("not-a-date",)], now=date(4))  # fine
+    # the real write path: the commit refuses, the table is left as it was
+    before = t.snapshot_manager.latest_id()
+    with pytest.raises(PartitionExpiredError, match="20230101"):
+        write(t, rows([7], "20230101", 1))
+    assert t.snapshot_manager.latest_id() == before
 
 
 def test_no_expiry_configured(tmp_path):
@@ -181,12 +187,10 @@ def test_no_expiry_configured(tmp_path):
     check_not_expired(t, [("20230101",)])
 
 
-def test_bad_formatter_is_an_option_error(tmp_path):
-    t = pk_table(tmp_path, **{"partition.expiration-time": "1 d",
-                              "partition.timestamp-formatter": "yyyy-MMM-dd"})
-    write(t, rows([1], "2023-Jan-01", 1))
+def test_bad_formatter_is_an_option_error_at_create_time(tmp_path):
     with pytest.raises(OptionError, match="partition.timestamp-formatter"):
-        expire_partitions(t, now=date(9))
+        pk_table(tmp_path, **{"partition.expiration-time": "1 d",
+                              "partition.timestamp-formatter": "yyyy-MMM-dd"})
 
 
 @requires_paimon
@@ -194,3 +198,23 @@ def test_pypaimon_reads_after_partition_expiry(tmp_path):
     t = paimon_like_table(tmp_path)
     expire_partitions(t, now=date(5), dry_run=False)
     assert_paimon_agrees(t, tmp_path)
+
+
+def test_record_files_are_folded_without_losing_partitions(tmp_path):
+    from lakecore.maintenance.expire_partitions import EXPIRED_DIR, compact_records
+
+    t = pk_table(tmp_path, **{"partition.expiration-time": "1 d",
+                              "partition.timestamp-formatter": "yyyyMMdd",
+                              "partition.expiration-max-num": "1"})
+    write(t, *(rows([i], f"202301{i:02d}", i) for i in range(1, 7)))
+    for _ in range(6):  # one partition per run: six record files
+        expire_partitions(t, now=date(20), dry_run=False)
+    records = expired_partition_records(t)
+    assert len(records) == 6 and dts(t) == []
+    compact_records(t, max_files=3)
+    files = t.file_io.list_status(f"{state_dir(t)}/{EXPIRED_DIR}")
+    assert len(files) == 1
+    assert sorted(r["dt"] for r in expired_partition_records(t)) == sorted(
+        r["dt"] for r in records)
+    with pytest.raises(PartitionExpiredError):
+        check_not_expired(t, [("20230103",)], now=date(1))

@@ -230,3 +230,21 @@ def test_plan_is_a_value(tmp_path, limit):
     plan = plan_expire_snapshots(t, config=keep(1, limit), now=LATER)
     assert plan == plan_expire_snapshots(t, config=keep(1, limit), now=LATER)
     assert plan.snapshot_ids == tuple(range(1, 1 + limit))
+
+
+def test_after_commit_hook_skips_write_only_and_applies_the_table_policy(tmp_path):
+    from lakecore.maintenance import after_commit
+
+    t = pk_table(tmp_path, **{"snapshot.num-retained.min": "2",
+                              "partition.expiration-time": "1 d",
+                              "partition.timestamp-formatter": "yyyyMMdd"})
+    write(t, rows([1], "20230101", 1))
+    commit_n(t, 3, dt="20990101")
+    assert after_commit(t, now=LATER) is None  # write-only: a maintenance job does it
+    writer_view = t.copy({"write-only": "false"})
+    report = after_commit(writer_view, now=LATER)
+    assert report is not None and report.partitions is not None
+    assert report.partitions.plan.expired == ({"dt": "20230101"},)
+    assert report.snapshots.snapshots_removed == 3  # 5 snapshots now, 2 kept
+    assert after_commit(writer_view, now=LATER).partitions is None  # inside the interval
+    assert report.to_dict()["snapshots"]["operation"] == "expire-snapshots"

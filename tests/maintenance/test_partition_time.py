@@ -89,3 +89,14 @@ def test_validation_against_partition_keys():
         validate_partition_expiration(["dt"], None, "HH:mm", True)
     with pytest.raises(OptionError, match="partition.expiration-time"):
         validate_partition_expiration([], None, None, True)
+
+
+def test_check_on_an_option_map():
+    from lakecore.maintenance.partition_time import check_partition_expiration_options
+    from lakecore.options import CoreOptions
+
+    opts = CoreOptions.from_map({"partition.expiration-time": "7 d",
+                                 "partition.timestamp-pattern": "$dt"})
+    check_partition_expiration_options(opts, ["dt"])
+    with pytest.raises(OptionError, match="not a partition key"):
+        check_partition_expiration_options(opts, ["day"])

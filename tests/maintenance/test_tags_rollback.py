@@ -169,13 +169,21 @@ def test_rollback_refuses_a_table_that_moved_and_needs_one_target(tmp_path):
 
 
 @requires_paimon
-def test_pypaimon_after_tags_and_rollback(tmp_path):
+def test_pypaimon_after_tags_tag_deletion_and_rollback(tmp_path):
     t = pk_table(tmp_path)
     commit_n(t, 3)
     create_tag(t, "t2", 2)
+    write(t, rows([1], "2024-01-01", 7), overwrite={"dt": "2024-01-01"})
     full_compact(t)
     commit_n(t, 2, start=10)
-    expire_all_but(t, 2)
+    create_tag(t, "t6", 6)
+    expire_all_but(t, 2)                       # snapshots 6, 7 stay; t2 outlives snapshot 2
     create_tag(t, "latest")
-    rollback_to(t, snapshot_id=5, dry_run=False)
+    assert_paimon_agrees(t, tmp_path)
+    delete_tag(t, "t6", dry_run=False)         # snapshot 6 still exists
+    rollback_to(t, snapshot_id=6, dry_run=False)
+    assert_paimon_agrees(t, tmp_path)
+    rollback_to(t, tag="t2", dry_run=False)    # restores the expired snapshot 2
+    commit_n(t, 1, start=40)
+    assert t.snapshot_manager.list_ids() == [2, 3]
     assert_paimon_agrees(t, tmp_path)
