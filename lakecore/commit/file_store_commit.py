@@ -106,12 +106,12 @@ class FileStoreCommit:
         ids: list[int] = []
         if append or append_log:
             ids.append(self._try_commit(CommitKind.APPEND, lambda live: append, append_log,
-                                        identifier, properties, need_live=True))
+                                        identifier, properties))
             # the new files are committed now; only the compaction's own files may go
             self._abort_scope = [m.compaction_only() for m in messages]
         if compact or compact_log:
             ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
-                                        identifier, properties, need_live=True))
+                                        identifier, properties))
         return CommitResult(tuple(ids))
 
     def overwrite(
@@ -145,7 +145,7 @@ class FileStoreCommit:
             return deletes + append
 
         sid = self._try_commit(CommitKind.OVERWRITE, changes, append_log, identifier,
-                               properties, need_live=True)
+                               properties)
         return CommitResult((sid,))
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
@@ -202,7 +202,6 @@ class FileStoreCommit:
         changelog: list[ManifestEntry],
         identifier: int,
         properties: dict[str, str] | None,
-        need_live: bool,
     ) -> int:
         maybe_crash(CrashStep.AFTER_DATA_FILES)
         opts = self.table.options
@@ -220,7 +219,7 @@ class FileStoreCommit:
             base_id = latest.id if latest else 0
             try:
                 return self._try_commit_once(latest, kind, changes_fn, changelog, identifier,
-                                             properties, need_live)
+                                             properties)
             except CommitRetryableError as e:
                 attempt += 1
                 elapsed = self.clock() - start
@@ -244,7 +243,6 @@ class FileStoreCommit:
         changelog: list[ManifestEntry],
         identifier: int,
         properties: dict[str, str] | None,
-        need_live: bool,
     ) -> int:
         mio = self.mio
         prev_base: list[ManifestFileMeta] = []
@@ -254,7 +252,7 @@ class FileStoreCommit:
             prev_delta = mio.read_manifest_list(latest.delta_manifest_list)
         live: dict[tuple, ManifestEntry] = {}
         base_entries: list[ManifestEntry] | None = None
-        if need_live and latest is not None:
+        if latest is not None:
             base_entries = mio.read_entries(prev_base + prev_delta)
             live = merge_entries(base_entries)
         changes = changes_fn(live)

@@ -36,6 +36,7 @@ class TableWrite:
         self.options = table.options
         self._writers: dict[tuple[tuple, int], Writer] = {}
         self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
+        self._fresh = True  # the first prepare_commit uses the files read at writer creation
         self._file_spec = file_writer_spec(table)
         self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
         self._partition_keys = list(self.schema.partition_keys)
@@ -148,6 +149,7 @@ class TableWrite:
     # -- output --------------------------------------------------------------------------
     def prepare_commit(self) -> list[CommitMessage]:
         msgs = []
+        self._refresh_compactors()
         try:
             for w in self._writers.values():
                 m = w.prepare_commit()
@@ -159,6 +161,20 @@ class TableWrite:
             self.abort()
             raise
         return msgs
+
+    def _refresh_compactors(self) -> None:
+        """Inline compaction plans on the bucket's files in the latest snapshot, not on what
+        this writer last saw: after a lost COMPACT (conflict) or another compactor's commit
+        the next compaction starts from the truth."""
+        compactors = [(k, w.compactor) for k, w in self._writers.items()
+                      if isinstance(w, MergeTreeWriter) and w.compactor is not None]
+        if not compactors or self._fresh:
+            self._fresh = False
+            return
+        self._restored = None
+        live = self._restore()
+        for (partition, bucket), c in compactors:
+            c.files = list(live.get((self.table.partition_codec.encode(partition), bucket), []))
 
     def _delete_files(self, m: CommitMessage) -> None:
         for f in m.written_files():

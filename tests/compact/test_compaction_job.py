@@ -229,3 +229,16 @@ def test_inline_compaction_conflict_keeps_the_appended_files(tmp_path):
     assert as_model(t) == {("a", i): (1 if i < 5 else 2) for i in range(15)}
     ours = {f.file_name for m in msgs for f in m.compacted_files()}
     assert not [f for f in table_files(t) if f.rsplit("/", 1)[-1] in ours]
+
+
+def test_stream_writer_recompacts_from_the_latest_snapshot_after_a_lost_compaction(tmp_path):
+    t = table(tmp_path, **{"write-only": "false", "num-sorted-run.compaction-trigger": "2"})
+    sb = t.new_stream_write_builder().with_commit_user("stream")
+    w = sb.new_write()
+    w.write_arrow(batch(range(10), "a", 0))
+    sb.new_commit().commit(w.prepare_commit(0), 0)
+    t.copy({}).compact(full=True)  # someone else compacts: our writer's view is stale now
+    for i in range(1, 4):
+        w.write_arrow(batch(range(10), "a", i))
+        sb.new_commit().commit(w.prepare_commit(i), i)  # no conflict: it re-reads the files
+    assert as_model(t) == {("a", k): 3 for k in range(10)}
