@@ -1,6 +1,6 @@
 """Benchmark (not a test): expire 1,000 snapshots of a table with 10,000 live files.
 
-    .venv/bin/python -m tests.maintenance.bench_expire [--snapshots 1000] [--files 10000]
+    .venv/bin/python bench/expire.py [--snapshots 1000] [--files 10000]
 
 Builds the history synthetically but in the real format (lakecore's ManifestIO, manifests
 merged every ``manifest.merge-min-count`` commits as lakecore's committer does; every commit
@@ -24,20 +24,23 @@ from datetime import datetime
 
 import pyarrow as pa
 
+from lakecore import CatalogFactory, Schema
 from lakecore.format.binary_row import encode_row
 from lakecore.format.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
 from lakecore.format.snapshot import CommitKind, Snapshot
 from lakecore.format.stats import SimpleStats
 from lakecore.manifest_io import merge_entries
-from tests.core.helpers import make_table
 
 EMPTY = SimpleStats(encode_row([], []), encode_row([], []), ())
 
 
 def build(warehouse: str, snapshots: int, files: int, churn: int) -> None:
     schema = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64())])
-    t = make_table(warehouse, schema, primary_keys=["id"],
-                   options={"bucket": "100", "write-only": "true"})
+    cat = CatalogFactory.create({"warehouse": warehouse})
+    cat.create_database("db", ignore_if_exists=True)
+    cat.create_table("db.t", Schema.from_pyarrow_schema(
+        schema, primary_keys=["id"], options={"bucket": "100", "write-only": "true"}))
+    t = cat.get_table("db.t")
     mio, fio, sm = t.manifest_io(), t.file_io, t.snapshot_manager
     part = t.partition_codec.encode(())
     counter = iter(range(10**9))
