@@ -7,11 +7,13 @@ Data crosses the process boundary as Arrow IPC files; results as one JSON line o
 
 from __future__ import annotations
 
+import cProfile
+import io
 import json
+import pstats
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -133,22 +135,26 @@ def reset_peak_rss() -> bool:
         return False
 
 
-def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, list[float], Any]:
-    """Run ``fn`` ``repeat`` times; (best seconds, all seconds, last return value)."""
-    times: list[float] = []
-    value: Any = None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), times, value
-
-
-@contextmanager
-def timed(into: dict[str, float], key: str) -> Iterator[None]:
+def run_phase(out: Result, name: str, fn: Callable[[], Any], profile: str | None = None) -> Any:
+    """Run one phase; record its seconds (best over calls) and its own peak RSS (VmHWM reset
+    before it; the max over calls)."""
+    reset_peak_rss()
+    profiler = cProfile.Profile() if profile == name else None
     start = time.perf_counter()
-    yield
-    into[key] = time.perf_counter() - start
+    if profiler is not None:
+        profiler.enable()
+    value = fn()
+    if profiler is not None:
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(15)
+        out["profile"] = text.getvalue()
+    seconds = time.perf_counter() - start
+    entry = out.setdefault(name, {"runs": [], "peak_rss_mib": 0.0})
+    entry["runs"].append(seconds)
+    entry["seconds"] = min(entry["runs"])
+    entry["peak_rss_mib"] = max(entry["peak_rss_mib"], peak_rss_mib())
+    return value
 
 
 def emit(result: dict[str, Any]) -> None:

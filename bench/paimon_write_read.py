@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
-from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
@@ -22,13 +20,11 @@ import pyarrow.compute as pc
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
     SCHEMA,
-    best_of,
     check_merged,
     commit_slices,
     emit,
-    peak_rss_mib,
     read_ipc,
-    reset_peak_rss,
+    run_phase,
 )
 from pypaimon import CatalogFactory, Schema  # noqa: E402
 
@@ -53,15 +49,6 @@ def _write(table: Any, data: pa.Table) -> None:
     finally:
         write.close()
         commit.close()
-
-
-def _phase(out: dict[str, Any], name: str, fn: Callable[[], Any]) -> Any:
-    """Run one phase; record its seconds and its own peak RSS (VmHWM reset before it)."""
-    reset_peak_rss()
-    start = time.perf_counter()
-    value = fn()
-    out[name] = {"seconds": time.perf_counter() - start, "peak_rss_mib": peak_rss_mib()}
-    return value
 
 
 def main() -> None:
@@ -100,10 +87,10 @@ def main() -> None:
         builder = catalog.get_table("db.t").new_read_builder()
         return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
-    _phase(out, "write", write_all)
-    _phase(out, "upsert", lambda: _write(table, upsert))
-    best, runs, merged = _phase(out, "read", lambda: best_of(args.repeat, read))
-    out["read"].update(seconds=best, runs=runs)
+    run_phase(out, "write", write_all)
+    run_phase(out, "upsert", lambda: _write(table, upsert))
+    for _ in range(args.repeat):  # run_phase keeps the best
+        merged = run_phase(out, "read", read)
     out["check"] = check_merged(merged, base, upsert)
     emit(out)
 

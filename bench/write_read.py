@@ -19,18 +19,14 @@ Prints a table, writes ``bench/out/write_read.json`` and the ``## write_read`` s
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
 import json
 import os
-import pstats
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
@@ -54,11 +50,12 @@ from _common import (  # noqa: E402
     peak_rss_mib,
     read_ipc,
     replace_section,
-    reset_peak_rss,
+    run_phase,
     text_table,
     write_ipc,
 )
 
+WRITE_ONLY = {"write-only": "true"}  # no compaction: the read merges all commits' runs
 PAIMON_PYTHON = os.path.join(os.path.dirname(BENCH), ".venv-paimon", "bin", "python")
 OUT_DIR = os.path.join(BENCH, "out")
 Result = dict[str, Any]
@@ -67,35 +64,14 @@ Result = dict[str, Any]
 # --- children ------------------------------------------------------------------------------
 
 
-def _phase(out: Result, name: str, fn: Callable[[], Any], profile: str | None = None) -> Any:
-    """Run one phase; record its seconds (best over calls) and its own peak RSS (VmHWM reset
-    before it; the max over calls)."""
-    reset_peak_rss()
-    profiler = cProfile.Profile() if profile == name else None
-    start = time.perf_counter()
-    if profiler is not None:
-        profiler.enable()
-    value = fn()
-    if profiler is not None:
-        profiler.disable()
-        text = io.StringIO()
-        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(15)
-        out["profile"] = text.getvalue()
-    seconds = time.perf_counter() - start
-    entry = out.setdefault(name, {"runs": [], "peak_rss_mib": 0.0})
-    entry["runs"].append(seconds)
-    entry["seconds"] = min(entry["runs"])
-    entry["peak_rss_mib"] = max(entry["peak_rss_mib"], peak_rss_mib())
-    return value
-
-
-def _lakecore_table(warehouse: str, name: str = "db.t") -> Any:
-    """Create a 1-bucket PK table (other options default); return its catalog."""
+def _lakecore_table(warehouse: str, name: str = "db.t", **options: str) -> Any:
+    """Create a 1-bucket PK table (other options default unless given); return its catalog."""
     from lakecore import CatalogFactory, Schema
 
     catalog = CatalogFactory.create({"warehouse": warehouse})
     catalog.create_database("db", ignore_if_exists=True)
-    schema = Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    options = {"bucket": "1", **options}
+    schema = Schema.from_pyarrow_schema(SCHEMA, primary_keys=["id"], options=options)
     catalog.create_table(name, schema)
     return catalog
 
@@ -113,8 +89,9 @@ def _commit(table: Any, parts: list[pa.Table]) -> None:
 
 def _raw_phases(out: Result, base: pa.Table, path: str) -> None:
     for codec in ("zstd", "snappy"):
-        _phase(out, f"raw-write-{codec}", lambda c=codec: pq.write_table(base, path, compression=c))
-        back = _phase(out, f"raw-read-{codec}", lambda: pq.read_table(path))
+        write = lambda c=codec: pq.write_table(base, path, compression=c)  # noqa: E731
+        run_phase(out, f"raw-write-{codec}", write)
+        back = run_phase(out, f"raw-read-{codec}", lambda: pq.read_table(path))
         assert back.num_rows == base.num_rows
 
 
@@ -143,7 +120,7 @@ def child_main(args: argparse.Namespace) -> Result:
             continue
         name = f"db.t{round_}"
         try:
-            _lakecore_table(args.warehouse, name)
+            _lakecore_table(args.warehouse, name, **({} if args.compact else WRITE_ONLY))
             table = catalog.get_table(name)
 
             def write_all(table: Any = table) -> None:
@@ -154,11 +131,13 @@ def child_main(args: argparse.Namespace) -> Result:
                 builder = catalog.get_table(name).new_read_builder()
                 return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 
-            _phase(out, "write", write_all, args.profile)
-            _phase(out, "upsert", lambda table=table: _commit(table, [upsert]), args.profile)
-            merged = _phase(out, "read", read, args.profile)
+            run_phase(out, "write", write_all, args.profile)
+            run_phase(out, "upsert", lambda table=table: _commit(table, [upsert]), args.profile)
+            merged = run_phase(out, "read", read, args.profile)
             if round_ == 0:
                 out["check"] = check_merged(merged, base, upsert)
+                splits = catalog.get_table(name).new_read_builder().new_scan().plan().splits()
+                out["files_read"] = sum(len(split.files) for split in splits)
             del merged
         except Exception:
             out["error"] = traceback.format_exc()
@@ -207,7 +186,8 @@ def run_child(kind: str, args: argparse.Namespace, workdir: str, *extra: str) ->
     warehouse = tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir)
     command = [sys.executable, os.path.abspath(__file__), "--child", kind, "--data", workdir,
                "--warehouse", warehouse, "--commits", str(args.commits), "--rounds",
-               str(args.rounds), "--big-rows", str(args.big_rows), *extra]
+               str(args.rounds), "--big-rows", str(args.big_rows),
+               *(["--compact"] if args.compact else []), *extra]
     return spawn(command, kind)
 
 
@@ -221,6 +201,9 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--big-rows", type=int, default=10_000_000, help="rows of the memory run")
     p.add_argument("--paimon-rows", type=int, default=0, help="pypaimon base rows (0 = --rows)")
     p.add_argument("--paimon-repeat", type=int, default=1, help="pypaimon merged reads")
+    p.add_argument("--compact", action="store_true",
+                   help="let lakecore compact while writing (default: write-only=true, so the "
+                   "read merges every commit's run, as pypaimon's does)")
     p.add_argument("--skip-10m", action="store_true", help="skip the 10M-row memory run")
     p.add_argument("--skip-paimon", action="store_true", help="skip pypaimon")
     p.add_argument("--profile", choices=("write", "upsert", "read", "auto"),
@@ -276,7 +259,10 @@ def main() -> int:
         machine.update(pypaimon=paimon["version"], pypaimon_pyarrow=paimon["pyarrow"])
     notes = [
         f"{args.rows:,} base rows in {args.commits} commits (keys shuffled), "
-        f"{args.upsert:,} existing keys upserted in one commit; 1 bucket.",
+        f"{args.upsert:,} existing keys upserted in one commit; 1 bucket; lakecore "
+        + ("compacting as it writes (default options)" if args.compact else
+           "write-only=true (no compaction)")
+        + f", merged read of {(lake or {}).get('files_read', '?')} data files.",
         "Ratios: rows/s over raw pyarrow zstd (lakecore's default codec) write/read rate. "
         f"Raw pyarrow and lakecore: best of {args.rounds} interleaved rounds (fresh table each); "
         f"pypaimon: one write+upsert, best of {args.paimon_repeat} read(s).",

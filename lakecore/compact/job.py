@@ -64,6 +64,7 @@ class CompactReport:
     files_after: int = 0
     bytes_before: int = 0
     bytes_after: int = 0
+    rows_before: int = 0
     rows_after: int = 0
     duration_s: float = 0.0
     skipped_reason: str | None = None
@@ -203,6 +204,7 @@ def compact(table: FileStoreTable, partitions: Sequence[Mapping[str, Any]] | Non
     report.files_after = sum(len(m.compact_after) for m in messages)
     report.bytes_before = sum(f.file_size for m in messages for f in m.compact_before)
     report.bytes_after = sum(f.file_size for m in messages for f in m.compact_after)
+    report.rows_before = sum(f.row_count for m in messages for f in m.compact_before)
     report.rows_after = sum(f.row_count for m in messages for f in m.compact_after)
     report.duration_s = round(time.monotonic() - start, 3)
     return report

@@ -75,6 +75,8 @@ def normalize_lock_uri(uri: str) -> str:
         url = make_url(text)
     except ArgumentError as e:
         raise OptionError(LOCK_URI, f"not a valid SQLAlchemy URL (scheme {scheme!r})") from e
+    if "__extra__" in url.query:  # Airflow's get_uri() packs connection extras there
+        url = url.difference_update_query(["__extra__"])
     return url.render_as_string(hide_password=False)
 
 

@@ -32,6 +32,8 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from sqlalchemy import (
+    BigInteger,
+    String,
     bindparam,
     create_engine,
     delete,
@@ -43,6 +45,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import URL, Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.sql.elements import BindParameter, ColumnClause
 
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
 from lakecore.lock.base import DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CHECK_MAX_SLEEP
@@ -134,8 +137,9 @@ class SqlCatalogLock:
         self.engine_options = dict(engine_options or {})
         # Built once: executing a prepared construct with parameters skips rebuilding and
         # re-keying it on every call (the lock sits on every commit's path).
-        now_ms = literal_column(NOW_MS[self.dialect])
-        lock_id, owner = bindparam("lock_id"), bindparam("owner")
+        now_ms: ColumnClause[int] = literal_column(NOW_MS[self.dialect], BigInteger)
+        lock_id: BindParameter[str] = bindparam("lock_id", type_=String)
+        owner: BindParameter[str] = bindparam("owner", type_=String)
         self._insert = insert(LOCKS).values(lock_id=lock_id, owner=owner, acquired_at=now_ms,
                                             expire_seconds=self.expire_seconds)
         self._select = select(LOCKS.c.owner, LOCKS.c.acquired_at, LOCKS.c.expire_seconds,

@@ -57,8 +57,8 @@ def is_duplicate_key(dialect: str, err: IntegrityError) -> bool:
     if dialect == "postgresql":
         return getattr(orig, "sqlstate", None) == "23505"  # unique_violation
     if dialect in ("mysql", "mariadb"):
-        args = getattr(orig, "args", ())
-        return bool(args) and args[0] == 1062  # ER_DUP_ENTRY
+        args: tuple[Any, ...] = getattr(orig, "args", ())
+        return len(args) > 0 and args[0] == 1062  # ER_DUP_ENTRY
     name = getattr(orig, "sqlite_errorname", None)
     if name is not None:
         return name in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")

@@ -1,0 +1,323 @@
+"""Spark ingest throughput: lakecore's distributed write-only ingest vs Spark's own Parquet write.
+
+One run, one local[2] session, the same DataFrame (Parquet source files generated up front,
+10 files; 6 columns: id, dt, i32, f64, s, ts; ``dt`` has 10 values):
+
+* baseline: ``df.write.parquet`` (Spark's defaults: snappy) and, for information, with zstd
+  (lakecore's default ``file.compression``);
+* lakecore: ``ingest_dataframe`` -- the ingest job's body: validate, Paimon bucket per row,
+  repartition by (partition, bucket), lakecore writers in ``mapInArrow`` tasks, one commit --
+  into a primary-key table (``dt``, ``id``) with 4 buckets;
+* then the compaction job's body (``compact_table``, full) on the result.
+
+Phases run interleaved in ``--repeat`` rounds (default 2; the best of each is kept; fresh
+output each time). Peak RSS is
+sampled over the whole process tree (driver Python + JVM + Python workers) per phase.
+Prints a table and writes ``bench/out/spark_ingest.json``.
+
+    .venv/bin/python bench/spark_ingest.py [--rows 10000000] [--repeat 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+sys.path.insert(0, REPO)
+OUT_DIR = os.path.join(BENCH, "out")
+TARGET = 0.5  # lakecore ingest rows/s over Spark's plain Parquet write rows/s
+SCHEMA = pa.schema([
+    pa.field("id", pa.int64(), nullable=False),
+    pa.field("dt", pa.string(), nullable=False),
+    pa.field("i32", pa.int32()),
+    pa.field("f64", pa.float64()),
+    pa.field("s", pa.string()),
+    pa.field("ts", pa.timestamp("us")),
+])
+PARTITIONS = [f"2026-11-{d:02d}" for d in range(1, 11)]
+BUCKETS = 4
+
+
+# --- data ------------------------------------------------------------------------------------
+
+
+def make_source(directory: str, rows: int, files: int = 10, seed: int = 20261122) -> None:
+    """``files`` Parquet files of shuffled ids 0..rows-1 (zstd), generated with numpy."""
+    os.makedirs(directory, exist_ok=True)
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(rows).astype(np.int64)
+    for i, chunk in enumerate(np.array_split(ids, files)):
+        n = len(chunk)
+        labels = pc.cast(pa.array(rng.integers(0, 10**12, n, dtype=np.int64)), pa.string())
+        table = pa.table({
+            "id": chunk,
+            "dt": pa.array(np.array(PARTITIONS, dtype=object)[chunk % len(PARTITIONS)],
+                           pa.string()),
+            "i32": pa.array(rng.integers(-(2**31), 2**31 - 1, n, dtype=np.int32)),
+            "f64": rng.standard_normal(n),
+            "s": pc.binary_join_element_wise("row-", labels, ""),
+            "ts": pa.array(1_790_000_000_000_000 + rng.integers(0, 10**13, n), pa.timestamp("us")),
+        }, schema=SCHEMA)
+        pq.write_table(table, os.path.join(directory, f"part-{i:03d}.parquet"),
+                       compression="zstd")
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+
+def _tree(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += children.get(pid, [])
+    return out
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class RssSampler:
+    """Peak summed RSS of this process tree, and the peak of any one Python worker."""
+
+    def __init__(self, interval: float = 0.25) -> None:
+        self.interval = interval
+        self.peak_total = self.peak_worker = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = os.getpid()
+        while not self._stop.is_set():
+            pids = _tree(me)
+            sizes = {p: _rss_kib(p) for p in pids}
+            self.peak_total = max(self.peak_total, sum(sizes.values()))
+            workers = [s for p, s in sizes.items() if p != me and _is_python(p)]
+            self.peak_worker = max([self.peak_worker, *workers])
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _is_python(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"python" in f.read().split(b"\0")[0]
+    except OSError:
+        return False
+
+
+class Phase:
+    """One timed operation, run once per round (``before(round)`` untimed); keeps the best."""
+
+    def __init__(self, name: str, fn: Callable[[int], Any],
+                 before: Callable[[int], None] | None = None) -> None:
+        self.name, self.fn, self.before = name, fn, before
+        self.times: list[float] = []
+        self.value: Any = None
+        self.peak_total = self.peak_worker = 0
+
+    def run(self, r: int) -> None:
+        if self.before is not None:
+            self.before(r)
+        with RssSampler() as rss:
+            start = time.perf_counter()
+            value = self.fn(r)
+            took = time.perf_counter() - start
+        if r == 0:
+            self.value = value
+        self.times.append(took)
+        self.peak_total = max(self.peak_total, rss.peak_total)
+        self.peak_worker = max(self.peak_worker, rss.peak_worker)
+        print(f"  round {r}: {self.name}: {took:.2f} s", flush=True)
+
+    @property
+    def seconds(self) -> float:
+        return min(self.times)
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def session(driver_memory: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("bench-spark-ingest")
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.driver.memory", driver_memory)
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from lakecore import CatalogFactory, Schema
+    from lakecore.spark.compact import CompactRequest, compact_table
+    from lakecore.spark.ingest import IngestRequest, default_commit_user, ingest_dataframe
+
+    work = tempfile.mkdtemp(prefix="spark_ingest-", dir=OUT_DIR)
+    try:
+        src = os.path.join(work, "source")
+        t0 = time.perf_counter()
+        make_source(src, args.rows)
+        print(f"source: {args.rows:,} rows in {time.perf_counter() - t0:.1f} s", flush=True)
+        spark = session(args.driver_memory)
+        df = spark.read.parquet(src)
+        warehouse = os.path.join(work, "warehouse")
+        catalog = CatalogFactory.create({"warehouse": warehouse})
+        catalog.create_database("db", ignore_if_exists=True)
+        out_dirs = {codec: os.path.join(work, f"spark-{codec}") for codec in ("snappy", "zstd")}
+
+        def spark_write(codec: str) -> Callable[[int], None]:
+            def write(_: int) -> None:
+                df.write.mode("overwrite").option("compression", codec).parquet(out_dirs[codec])
+            return write
+
+        def fresh_table(r: int) -> None:
+            name = f"db.t{r}"
+            catalog.create_table(name, Schema.from_pyarrow_schema(
+                SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
+                options={"bucket": str(BUCKETS)}))
+
+        def ingest(r: int) -> Any:
+            table = catalog.get_table(f"db.t{r}")
+            req = IngestRequest(1, default_commit_user("ingest", table.identifier, 1))
+            return ingest_dataframe(spark, df, table, warehouse, req)
+
+        def compact(r: int) -> Any:
+            table = catalog.get_table(f"db.t{r}")
+            out = compact_table(spark, table, warehouse, CompactRequest(full=True))
+            assert out.snapshot_ids, out.skipped_reason
+            return out
+
+        # warm-up: JIT, Python workers, imports (not timed)
+        small = df.limit(20_000)
+        small.write.mode("overwrite").parquet(os.path.join(work, "warm"))
+        catalog.create_table("db.warm", Schema.from_pyarrow_schema(
+            SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"], options={"bucket": "4"}))
+        ingest_dataframe(spark, small, catalog.get_table("db.warm"), warehouse,
+                         IngestRequest(1, "warm"))
+        phases = [
+            Phase("spark df.write.parquet (snappy)", spark_write("snappy")),
+            Phase("lakecore ingest", ingest, fresh_table),
+            Phase("spark df.write.parquet (zstd)", spark_write("zstd")),
+            Phase("lakecore compact (full)", compact),
+        ]
+        for r in range(args.repeat):  # interleaved, so a change in machine load hits all
+            for ph in phases:
+                ph.run(r)
+        result = _report(args, phases, catalog)
+        spark.stop()
+        return result
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _report(args: argparse.Namespace, phases: list[Phase], catalog: Any) -> dict[str, Any]:
+    base = args.rows / phases[0].seconds
+    ingest, comp = phases[1].value, phases[3].value
+    table = catalog.get_table("db.t0")
+    latest = table.snapshot_manager.latest()
+    assert ingest.rows == args.rows, f"ingest wrote {ingest.rows} rows"
+    assert latest is not None and latest.total_record_count == args.rows, "row count mismatch"
+    rows_out = []
+    for p in phases:
+        rate = args.rows / p.seconds
+        row = {"phase": p.name, "rows": args.rows, "seconds": round(p.seconds, 3),
+               "all_seconds": [round(t, 3) for t in p.times],
+               "rows_per_s": round(rate), "ratio": round(rate / base, 3),
+               "peak_rss_mib": round(p.peak_total / 1024),
+               "peak_worker_rss_mib": round(p.peak_worker / 1024)}
+        if p.name == "lakecore ingest":
+            row.update(target=f">= {TARGET}x", result="PASS" if rate / base >= TARGET else "MISS",
+                       files=ingest.stats.files, bytes=ingest.stats.bytes)
+        if p.name.startswith("lakecore compact"):
+            row.update(files=comp.after.files, bytes=comp.after.bytes,
+                       buckets=comp.after.buckets, files_before=comp.files_before)
+        rows_out.append(row)
+    import pyspark
+
+    return {
+        "rows": args.rows, "partitions": len(PARTITIONS), "buckets": BUCKETS,
+        "repeat": args.repeat, "master": "local[2]", "driver_memory": args.driver_memory,
+        "machine": {"nproc": os.cpu_count(), "loadavg_end": os.getloadavg()[0],
+                    "pyspark": pyspark.__version__, "pyarrow": pa.__version__,
+                    "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")},
+        "phases": rows_out,
+        "snapshot_total_record_count": latest.total_record_count,
+    }
+
+
+def _print(result: dict[str, Any]) -> None:
+    cols = ("phase", "seconds", "rows_per_s", "ratio", "target", "result", "peak_rss_mib",
+            "peak_worker_rss_mib")
+    cells = [list(cols)] + [[str(r.get(c, "-")) for c in cols] for r in result["phases"]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rows", type=int, default=10_000_000)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--driver-memory", default="4g")
+    p.add_argument("--keep", action="store_true", help="keep the work directory")
+    p.add_argument("--out", default=os.path.join(OUT_DIR, "spark_ingest.json"))
+    args = p.parse_args()
+    os.makedirs(OUT_DIR, exist_ok=True)
+    result = run(args)
+    print(f"\n{args.rows:,} rows, {len(PARTITIONS)} partitions x {BUCKETS} buckets, "
+          f"local[2] (ratios over Spark's df.write.parquet, snappy)")
+    _print(result)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
