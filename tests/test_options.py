@@ -200,6 +200,7 @@ PAIMON_DEFAULTS: dict[str, Any] = {
     "bucket": -1,
     "merge-engine": MergeEngine.DEDUPLICATE,
     "changelog-producer": ChangelogProducer.NONE,
+    "changelog-producer.row-deduplicate": False,
     "ignore-delete": False,
     "partial-update.remove-record-on-delete": False,
     "aggregation.remove-record-on-delete": False,
@@ -233,6 +234,7 @@ PAIMON_DEFAULTS: dict[str, Any] = {
     "partition.expiration-strategy": PartitionExpirationStrategy.VALUES_TIME,
     "partition.expiration-max-num": 100,
     "partition.default-name": "__DEFAULT_PARTITION__",
+    "partition.legacy-name": True,
     "metadata.stats-mode": StatsMode("truncate", 16),
     "primary-key.nullable": False,
 }
