@@ -224,7 +224,15 @@ def _show(run: dict[str, Any]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--root", default=str(REPO / ".demo"))
+    ap.add_argument("--write-sources", metavar="DIR",
+                    help="only write the demo's source extracts under DIR (docker compose)")
     args = ap.parse_args(argv)
+    if args.write_sources:
+        for k, day in enumerate(DATES):
+            write_orders(Path(args.write_sources), day)
+            write_customers(Path(args.write_sources), day, k)
+        print(f"wrote sources for {', '.join(DATES)} under {args.write_sources}")
+        return
     root = Path(args.root).resolve()
     home, warehouse, landing = root / "airflow", root / "warehouse", root / "landing"
     for d in (home, warehouse, landing):

@@ -100,6 +100,8 @@ class ManifestIO:
         added = sum(1 for e in entries if e.kind is FileKind.ADD)
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]
+        counts = {e.total_buckets for e in entries}
+        total_buckets = counts.pop() if len(counts) == 1 else None
         return ManifestFileMeta(
             file_name=name,
             file_size=len(data),
@@ -113,6 +115,7 @@ class ManifestIO:
             max_bucket=max(buckets),
             min_level=min(levels),
             max_level=max(levels),
+            total_buckets=total_buckets if total_buckets and total_buckets > 0 else None,
         )
 
     # -- manifest lists ------------------------------------------------------------------

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+import pyarrow.fs as pafs
+
 from lakecore.errors import CorruptFileError, SnapshotNotExistError
 from lakecore.fileio import FileIO
 from lakecore.format.snapshot import Snapshot
@@ -12,12 +14,14 @@ from lakecore.paths import PathFactory
 from lakecore.testing.faults import CrashStep, maybe_crash
 
 _SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
+_CACHE_SIZE = 4096
 
 
 class SnapshotManager:
     def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
         self.file_io = file_io
         self.paths = paths
+        self._cache: dict[tuple[int, int | None, int | None], Snapshot] = {}
 
     # -- ids -----------------------------------------------------------------------------
     def list_ids(self) -> list[int]:
@@ -61,10 +65,22 @@ class SnapshotManager:
 
     # -- snapshots -----------------------------------------------------------------------
     def snapshot(self, snapshot_id: int) -> Snapshot:
+        """Snapshot files never change once created, so parsed ones are kept (by id) while
+        the file exists; a file deleted by expiry or rollback is noticed by the stat."""
         path = self.paths.snapshot_path(snapshot_id)
-        if not self.file_io.exists(path):
+        info = self.file_io.fs.get_file_info(path)
+        if info.type == pafs.FileType.NotFound:
             raise SnapshotNotExistError(f"snapshot {snapshot_id} does not exist ({path})")
-        return Snapshot.from_json(self.file_io.read_text(path), path)
+        # a rollback can delete snapshot-N and a later commit create it anew: the key includes
+        # the file's identity (mtime, size), not just the id
+        key = (snapshot_id, info.mtime_ns, info.size)
+        snap = self._cache.get(key)
+        if snap is None:
+            snap = Snapshot.from_json(self.file_io.read_text(path), path)
+            if len(self._cache) >= _CACHE_SIZE:
+                self._cache.pop(next(iter(self._cache)))
+            self._cache[key] = snap
+        return snap
 
     def latest(self) -> Snapshot | None:
         sid = self.latest_id()

@@ -64,6 +64,7 @@ class FileStoreCommit:
         # the snapshot a compaction or overwrite was planned on; names the conflicting users
         self.base_snapshot_id: int | None = None
         self._abort_scope: list[CommitMessage] = []  # whose files a fatal failure deletes
+        self._published = False  # set once this attempt's snapshot file exists
         rt = table.schema.row_type
         self.key_types = [rt.field(k).type for k in table.schema.trimmed_primary_keys]
 
@@ -252,10 +253,19 @@ class FileStoreCommit:
             prev_delta = mio.read_manifest_list(latest.delta_manifest_list)
         live: dict[tuple, ManifestEntry] = {}
         base_entries: list[ManifestEntry] | None = None
-        if latest is not None:
+        changes = changes_fn({}) if kind is CommitKind.APPEND else None
+        if changes is not None and not any(e.kind is FileKind.DELETE for e in changes):
+            # a pure append conflicts only on bucket counts: read just the manifests that may
+            # hold files written with another count (planning cost follows them, not history)
+            ours = {e.total_buckets for e in changes}
+            suspects = [m for m in prev_base + prev_delta
+                        if m.total_buckets is None or {m.total_buckets} != ours]
+            live = merge_entries(mio.read_entries(suspects))
+        elif latest is not None:
             base_entries = mio.read_entries(prev_base + prev_delta)
             live = merge_entries(base_entries)
-        changes = changes_fn(live)
+        if changes is None:
+            changes = changes_fn(live)
         others = self._users_since(self.base_snapshot_id, latest)
         check_deletes_live(changes, live, self.commit_user, others)
         check_bucket_counts(changes, live, self.commit_user)
@@ -309,8 +319,11 @@ class FileStoreCommit:
                 changelog_record_count=rows(changelog, FileKind.ADD) if changelog else None,
                 properties=dict(properties) if properties else None,
             )
+            self._published = False
             created = self.table.run_with_lock(lambda: self._publish(latest, snapshot))
         except BaseException:
+            if self._published:  # snapshot-N exists: its manifests must stay
+                raise
             self._cleanup(written)
             raise
         if not created:
@@ -339,7 +352,9 @@ class FileStoreCommit:
         current = self.sm.latest_id()
         if current != (latest.id if latest else None):
             return False
-        return self.sm.try_create(snapshot)
+        created = self.sm.try_create(snapshot)
+        self._published = created
+        return created
 
     def _cleanup(self, names: list[str]) -> None:
         for n in names:

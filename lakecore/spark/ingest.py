@@ -19,6 +19,7 @@ from pyspark.sql.types import IntegerType
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
 from lakecore.errors import CommitOutcomeUnknownError, SchemaError
+from lakecore.spark.bucket_expr import supports_native, with_native_bucket
 from lakecore.spark.faults import instrument_commit
 from lakecore.spark.messages import FileStats, decode_all, message_accumulator, task_failure
 from lakecore.spark.table_ref import TableRef
@@ -87,8 +88,9 @@ def already_committed(table: FileStoreTable, request: IngestRequest) -> bool:
 
 
 def bucketed(df: DataFrame, table: FileStoreTable, parallelism: int | None) -> DataFrame:
-    """``df`` with Paimon's bucket of each row, hash-partitioned by (partition, bucket) so that
-    one task owns each (partition, bucket); tables without fixed buckets write as they are."""
+    """``df`` with Paimon's bucket of each row (a Spark SQL expression for integer and date
+    keys, an Arrow UDF otherwise), hash-partitioned by (partition, bucket) so that one task
+    owns each (partition, bucket); tables without fixed buckets write as they are."""
     partition_cols = [F.col(k) for k in table.partition_keys]
     n = table.options.bucket
     if n <= 0:
@@ -98,10 +100,13 @@ def bucketed(df: DataFrame, table: FileStoreTable, parallelism: int | None) -> D
             parallelism)
     keys = list(table.schema.bucket_keys)
     types = [table.schema.row_type.field(k).type for k in keys]
-    with warnings.catch_warnings():  # pyspark prefers type hints; ours is built, not typed
-        warnings.simplefilter("ignore", UserWarning)
-        fn = arrow_udf(bucket_function(keys, types, n), IntegerType(), ArrowUDFType.SCALAR)
-    df = df.withColumn(BUCKET_COLUMN, fn(*[F.col(k) for k in keys]))
+    if supports_native(df.schema, keys, types):
+        df = with_native_bucket(df, keys, types, n, BUCKET_COLUMN)
+    else:
+        with warnings.catch_warnings():  # pyspark prefers type hints; ours is built, not typed
+            warnings.simplefilter("ignore", UserWarning)
+            fn = arrow_udf(bucket_function(keys, types, n), IntegerType(), ArrowUDFType.SCALAR)
+        df = df.withColumn(BUCKET_COLUMN, fn(*[F.col(k) for k in keys]))
     by = [*partition_cols, F.col(BUCKET_COLUMN)]
     return df.repartition(parallelism, *by) if parallelism else df.repartition(*by)
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakecore.errors import LakecoreValidationError, SchemaError
 from lakecore.format.bucket import bucket_ids
@@ -140,9 +141,26 @@ class WriteTask:
     def _flush(writer: TableWrite, batches: list[pa.RecordBatch]) -> int:
         data = pa.Table.from_batches(batches)
         if BUCKET_COLUMN in data.column_names:
+            _check_buckets(writer, data)
             data = data.drop_columns([BUCKET_COLUMN])
         writer.write_arrow(data)
         return data.num_rows
+
+
+def _check_buckets(writer: TableWrite, data: pa.Table) -> None:
+    """The shuffle's bucket must be the writer's: one task per bucket depends on it."""
+    schema = writer.table.schema
+    names = list(schema.bucket_keys)
+    types = [schema.row_type.field(k).type for k in names]
+    keys = [_cast_key(n, data.column(n).combine_chunks(), t) for n, t in zip(names, types)]
+    valid = pc.and_kleene(*[pc.is_valid(k) for k in keys]) if len(keys) > 1 else pc.is_valid(
+        keys[0])
+    ids = pa.array(bucket_ids(keys, types, writer.options.bucket), pa.int32())
+    shuffled = data.column(BUCKET_COLUMN).combine_chunks()
+    bad = pc.sum(pc.and_(valid, pc.not_equal(ids, shuffled))).as_py()
+    if bad:
+        raise RuntimeError(f"{bad} row(s) were shuffled to another bucket than Paimon's: "
+                           "the Spark bucket expression disagrees with lakecore")
 
 
 @dataclass(frozen=True)

@@ -107,4 +107,5 @@ def test_crash_at_each_commit_step_then_rerun(tmp_path, step):
     assert read_rows(table) == expected  # every row exactly once
     assert unreferenced_files(table) == leftovers  # the rerun left nothing of its own
     assert missing_files(table) == set()
-    table.lock.close()  # type: ignore[attr-defined]
+    assert isinstance(table.lock, SqlCatalogLock)
+    table.lock.close()

@@ -58,6 +58,8 @@ def test_explicit_options_are_parsed(tmp_path):
     ("mysql://root@h:3306/airflow", "mysql+pymysql://root@h:3306/airflow"),
     ("mariadb://root@h/airflow", "mariadb+pymysql://root@h/airflow"),
     ("sqlite:////abs/locks.db", "sqlite:////abs/locks.db"),
+    ("postgres://u:p%40ss@h/db?__extra__=%7B%7D&sslmode=require",
+     "postgresql+psycopg://u:p%40ss@h/db?sslmode=require"),
 ])
 def test_uri_schemes_are_pointed_at_installed_drivers(given, expected):
     assert normalize_lock_uri(given) == expected

@@ -11,7 +11,7 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import create_engine, insert, text
+from sqlalchemy import create_engine, event, insert, text
 from sqlalchemy.exc import DBAPIError
 
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
@@ -106,6 +106,7 @@ def test_stale_lock_of_a_killed_holder_is_taken_over(lock_url, catalog_key, make
             assert time.monotonic() < deadline, "holder never took the lock"
             time.sleep(0.02)
     finally:
+        assert proc.pid is not None
         os.kill(proc.pid, signal.SIGKILL)
         proc.join()
     assert proc.exitcode == -signal.SIGKILL
@@ -226,10 +227,9 @@ def test_lock_is_not_reentrant_and_ids_are_bounded(make_lock):
         lock.run_with_lock("db", "x" * 300, lambda: None)
 
 
-def _server_connection_id(lock: SqlCatalogLock) -> int:
-    query = "SELECT pg_backend_pid()" if lock.dialect == "postgresql" else "SELECT CONNECTION_ID()"
-    with lock.engine().connect() as conn:
-        return int(conn.execute(text(query)).scalar_one())
+def _server_id(dbapi_conn) -> int:
+    info = getattr(dbapi_conn, "info", None)  # psycopg: info.backend_pid; PyMySQL: thread_id()
+    return int(info.backend_pid) if info is not None else int(dbapi_conn.thread_id())
 
 
 def _kill_server_connection(lock: SqlCatalogLock, conn_id: int) -> None:
@@ -246,21 +246,24 @@ def test_dropped_connection_does_not_break_the_next_acquire(make_lock, backend):
     if backend == "sqlite":
         pytest.skip("SQLite has no server that can drop a connection")
     lock = make_lock()
+    checked_out: list[int] = []  # server ids of the connections the lock checks out
+    event.listen(lock.engine(), "checkout", lambda dbapi, _rec, _proxy: checked_out.append(
+        _server_id(dbapi)))
     assert lock.run_with_lock("db", "t", lambda: 1) == 1
-    first = _server_connection_id(lock)  # the pooled connection the lock uses
-    _kill_server_connection(lock, first)
+    pooled = checked_out[-1]
+    _kill_server_connection(lock, pooled)  # the server drops the idle pooled connection
     time.sleep(0.2)
     assert lock.run_with_lock("db", "t", lambda: 2) == 2  # pre-ping replaced it
-    assert _server_connection_id(lock) != first
+    assert checked_out[-1] != pooled
 
-    # dropped while the lock is held: the release still deletes our row
-    def drop_mine() -> int:
-        _kill_server_connection(lock, _server_connection_id(lock))
+    def drop_mine() -> int:  # dropped while held: the release must still delete our row
+        _kill_server_connection(lock, checked_out[-1])
         time.sleep(0.2)
         return 3
 
     assert lock.run_with_lock("db", "t", drop_mine) == 3
     assert lock.holder("db", "t") is None
+    assert lock.run_with_lock("db", "t", lambda: 4) == 4
 
 
 def test_lock_pickles_without_its_engine(make_lock):
