@@ -41,6 +41,21 @@ demo: venv
 
 bench: venv paimon-venv
 	$(PY) bench/write_read.py
+	$(PY) bench/compaction.py
+	$(PY) bench/commit.py
+	$(PY) bench/expire.py
 
 clean:
 	rm -rf .demo .pytest_cache .ruff_cache
+
+# --- Spark jobs: the --py-files artifact ---------------------------------------------------
+# dist/lakecore.zip is the lakecore package alone, for
+#   spark-submit --py-files dist/lakecore.zip lakecore/spark/jobs/ingest.py ...
+# (the executors' Python needs lakecore's dependencies from requirements.txt installed).
+LAKECORE_SOURCES := $(shell find lakecore -name '*.py' -not -path '*/__pycache__/*')
+
+.PHONY: spark-zip
+spark-zip: dist/lakecore.zip
+
+dist/lakecore.zip: $(LAKECORE_SOURCES)
+	$(PYTHON) -m lakecore.spark.package $@
