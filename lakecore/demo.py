@@ -171,19 +171,11 @@ def _pg(url: str) -> dict[str, Any]:
             "schema": u.database}
 
 
-def airflow(env: dict[str, str], *args: str, log: Path | None = None) -> None:
-    """``airflow ARGS`` in ``env``; output to ``log`` (or inherited)."""
+def airflow(env: dict[str, str], *args: str, log: Path) -> None:
+    """``airflow ARGS`` in ``env``, its output appended to ``log``."""
     cmd = [str(Path(sys.executable).parent / "airflow"), *args]
-    with open(log, "a") if log else _null() as out:
+    with open(log, "a") as out:
         subprocess.run(cmd, env=env, check=True, stdout=out, stderr=subprocess.STDOUT)
-
-
-class _null:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def run_dags(env: dict[str, str], specs: Sequence[dict[str, Any]], log: Path
@@ -205,20 +197,34 @@ def run_dags(env: dict[str, str], specs: Sequence[dict[str, Any]], log: Path
 
 
 # -- the demo ----------------------------------------------------------------------------
+def _outcome(t: dict[str, Any]) -> str:
+    rv = t["return_value"] if isinstance(t["return_value"], dict) else {}
+    if t["state"] == "skipped":
+        return f"skipped: {t.get('skipped_reason') or 'upstream skipped'}"
+    if rv.get("job") == "maintain":
+        steps = []
+        for st in rv.get("steps", []):
+            figures = {k: v for k, v in st.items() if k.endswith(("_removed", "_expired"))}
+            steps.append(f"{st['operation']}: " + (f"skipped ({st['skipped']})" if st.get(
+                "skipped") else ", ".join(f"{k} {v}" for k, v in figures.items())))
+        return "; ".join(steps)
+    if rv.get("job") == "ingest":
+        return ("already committed by this run: nothing written" if rv.get("skipped") else
+                f"{rv['rows']} rows -> snapshot {rv['snapshot_ids']}")
+    if rv.get("job") == "compact":
+        return rv.get("skipped_reason") or (f"{rv['buckets']} bucket(s), {rv['files_before']} "
+                                            f"-> {rv['files']} files, snapshot "
+                                            f"{rv['snapshot_ids']}")
+    return ""
+
+
 def _show(run: dict[str, Any]) -> None:
-    counts: dict[str, int] = {}
+    print(f"  {run['dag_id']} {run['run_id']} ({run['run_type']}): {run['state']}")
     for t in run["tasks"]:
-        counts[t["state"]] = counts.get(t["state"], 0) + 1
-    print(f"  {run['dag_id']:<22} {run['run_id']:<44} {run['state']:<8} tasks "
-          + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
-    for t in run["tasks"]:
-        rv = t["return_value"] if isinstance(t["return_value"], dict) else {}
-        if rv.get("job"):
-            what = rv.get("skipped_reason") or ("already committed" if rv.get("skipped") else
-                                                f"snapshots {rv.get('snapshot_ids')}")
-            print(f"      {t['task_id']:<38} {t['state']:<8} {what}")
-        elif t["state"] == "skipped":
-            print(f"      {t['task_id']:<38} skipped (the task log says why)")
+        what = _outcome(t)
+        if what:
+            name = t["task_id"] + (f"[{t['map_index']}]" if t["map_index"] >= 0 else "")
+            print(f"      {name:<36} {what}")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -268,6 +274,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def summary(warehouse: str, versions: dict[str, int]) -> None:
     from lakecore import CatalogFactory
     from lakecore.inspect import format_report, inspect_table
+    from lakecore.maintenance import list_tags
 
     catalog = CatalogFactory.create({"warehouse": warehouse})
     for name in ("shop.orders", "shop.customers"):
@@ -285,8 +292,10 @@ def summary(warehouse: str, versions: dict[str, int]) -> None:
     for r in customers.group_by("city").aggregate([("customer_id", "count")]) \
             .sort_by("city").to_pylist():
         print(f"  {r['city']:<6} {r['customer_id_count']:>4}")
-    big = orders.filter(pc.greater(orders["amount"], 130))
-    print(f"orders over 130: {big.num_rows}; both tables match the model of their sources")
+    big = orders.filter(pc.greater_equal(orders["amount"], 125))
+    print(f"orders of 125 or more: {big.num_rows}; tags on shop.orders: "
+          f"{[t.name for t in list_tags(catalog.get_table('shop.orders'))]}")
+    print("both tables match the model of their sources")
 
 
 if __name__ == "__main__":

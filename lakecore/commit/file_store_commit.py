@@ -55,9 +55,13 @@ class FileStoreCommit:
         commit_user: str,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
+        fresh_user: bool = False,
     ) -> None:
         self.table = table
         self.commit_user = commit_user
+        # a commit user made up just now (a batch builder's uuid) cannot have committed yet:
+        # the idempotence walk over the history is skipped for its first commit
+        self.fresh_user = fresh_user
         self.clock, self.sleep = clock, sleep
         self.sm = table.snapshot_manager
         self.mio = table.manifest_io()
@@ -71,6 +75,8 @@ class FileStoreCommit:
     # -- idempotence ---------------------------------------------------------------------
     def is_committed(self, identifier: int, since_id: int | None = None) -> bool:
         """Whether a snapshot by (commit user, identifier) exists (newer than ``since_id``)."""
+        if self.fresh_user and since_id is None:
+            return False
         for snap in self.sm.snapshots_backward():
             if since_id is not None and snap.id <= since_id:
                 return False

@@ -33,6 +33,7 @@ def run_after_commit(table: FileStoreTable, result: CommitResult) -> None:
 class BatchWriteBuilder:
     def __init__(self, table: FileStoreTable, commit_user: str | None = None) -> None:
         self.table = table
+        self.fresh_user = commit_user is None
         self.commit_user = commit_user or str(uuid.uuid4())
         self.static_partition: dict[str, Any] | None = None
         self.is_overwrite = False
@@ -68,11 +69,13 @@ class BatchTableCommit:
     def __init__(self, builder: BatchWriteBuilder) -> None:
         self.builder = builder
         self.table = builder.table
-        self._commit = FileStoreCommit(self.table, builder.commit_user)
+        self._commit = FileStoreCommit(self.table, builder.commit_user,
+                                       fresh_user=builder.fresh_user)
         self.last_result: CommitResult | None = None
 
     def commit(self, messages: Sequence[CommitMessage]) -> CommitResult:
         b = self.builder
+        pf = None
         if b.is_overwrite:
             keys = self.table.partition_keys
             if b.static_partition:
@@ -80,11 +83,14 @@ class BatchTableCommit:
             elif keys and self.table.options.dynamic_partition_overwrite:
                 touched = {tuple(m.partition) for m in messages}
                 pf = touched.__contains__  # type: ignore[assignment]
+        try:
+            if b.is_overwrite:
+                self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
             else:
-                pf = None
-            self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
-        else:
-            self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
+                self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
+        finally:
+            # tried once (whatever the outcome): a recommit must look for the earlier snapshot
+            self._commit.fresh_user = False
         run_after_commit(self.table, self.last_result)
         return self.last_result
 

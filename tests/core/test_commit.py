@@ -186,3 +186,15 @@ def test_snapshot_file_is_never_overwritten(tmp_path):
     mtime = os.stat(path).st_mtime_ns
     assert not t.snapshot_manager.try_create(snap)
     assert os.stat(path).st_mtime_ns == mtime
+
+
+def test_batch_commit_called_twice_commits_once(tmp_path):
+    t = table(tmp_path)
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(data([1, 2], "a", 1))
+    msgs = w.prepare_commit()
+    c = wb.new_commit()
+    assert len(c.commit(msgs).snapshot_ids) == 1
+    assert c.commit(msgs).skipped  # the retry after an unknown outcome finds its snapshot
+    assert t.snapshot_manager.latest_id() == 1
