@@ -58,3 +58,54 @@ def test_four_processes_commit_through_the_lock(lock_url, tmp_path):
     assert set(ids) == expected and max(ids.values()) == 1
     assert missing_files(table) == set()
     catalog.close()
+
+
+def _compactor(options: dict, stop_file: str) -> None:
+    import os
+    import time
+
+    from lakecore import CatalogFactory
+
+    table = CatalogFactory.create(options).get_table("db.pk")
+    while not os.path.exists(stop_file):
+        table.compact()  # a COMPACT never conflicts with new level-0 files
+        time.sleep(0.05)
+    table.compact(full=True)
+
+
+@pytest.mark.slow
+def test_four_ingest_processes_and_a_compactor_through_the_lock(lock_url, tmp_path):
+    options = {"warehouse": str(tmp_path / "wh"), "lock.enabled": "true", "lock.uri": lock_url,
+               "catalog-key": unique_key(), "lock-check-max-sleep": "100 ms"}
+    catalog = CatalogFactory.create(options)
+    catalog.create_database("db")
+    catalog.create_table("db.pk", Schema.from_pyarrow_schema(
+        SCHEMA, primary_keys=["id"], options={
+            "bucket": "2", "write-only": "true", "num-sorted-run.compaction-trigger": "3",
+            "commit.max-retry-wait": "500 ms"}))
+    users = [f"ingest-{i}" for i in range(PROCESSES)]
+    stop = str(tmp_path / "stop")
+    compactor = _fork.Process(target=_compactor, args=(options, stop))
+    compactor.start()
+    procs = [_fork.Process(target=workers.commit, args=({
+        "catalog": options, "table": "db.pk", "user": user, "n": COMMITS, "rows": ROWS,
+        "base": i * 1_000_000},)) for i, user in enumerate(users)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(300)
+    open(stop, "w").close()
+    compactor.join(300)
+    assert [p.exitcode for p in procs] == [0] * PROCESSES and compactor.exitcode == 0
+
+    table = catalog.get_table("db.pk")
+    snaps = check_history(table)
+    kinds = Counter(s.commit_kind.value for s in snaps)
+    assert kinds["APPEND"] == PROCESSES * COMMITS and kinds["COMPACT"] >= 1
+    rows = read_rows(table)
+    ids = Counter(r["id"] for r in rows)
+    expected = {i * 1_000_000 + ident * 10 + k for i in range(PROCESSES)
+                for ident in range(1, COMMITS + 1) for k in range(ROWS)}
+    assert set(ids) == expected and max(ids.values()) == 1
+    assert missing_files(table) == set()
+    catalog.close()
