@@ -18,9 +18,11 @@ from lakecore.merge.spec import VALUE_KIND, MergeEngine, MergeSpec, RowKind
 
 
 def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
-                   columns: list[str] | None = None) -> pa.Table:
+                   columns: list[str] | None = None, ordered: bool = True) -> pa.Table:
     """``merge_sorted(sort_kv(table))``, cheaper for deduplicate tables. ``columns``: only
-    these columns are needed in the result (a reader drops the KV system columns)."""
+    these columns are needed in the result (a reader drops the KV system columns).
+    ``ordered=False``: the surviving rows may come in input order instead of key order (a
+    batch read does not need key order), which turns the gather into a cheap filter."""
     if spec.engine is not MergeEngine.DEDUPLICATE or spec.ignore_delete or table.num_rows <= 1:
         out = merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
         return out if columns is None else out.select(columns)
@@ -39,4 +41,8 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
     source = table if columns is None else table.select(columns)
     if perm is None and len(chosen) == table.num_rows:
         return source
+    if not ordered:
+        mask = np.zeros(table.num_rows, dtype=bool)
+        mask[chosen] = True
+        return source.filter(pa.array(mask))
     return source.take(pa.array(chosen))

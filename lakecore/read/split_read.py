@@ -100,8 +100,9 @@ class SplitRead:
                 continue
             ordered = sorted(section, key=lambda f: f.max_sequence_number)
             runs = [[self._read_file(split, f, cols)] for f in ordered]
+            # a batch read needs every live row once, not key order
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
-                                    columns=self.read_names):
+                                    columns=self.read_names, ordered=False):
                 yield self._finish(chunk)
 
     def _finish(self, t: pa.Table, kinds: pa.Array | None = None) -> pa.Table:

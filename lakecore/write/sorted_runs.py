@@ -49,7 +49,7 @@ class _Run:
 
 def merge_runs(
     runs: list[Iterable[pa.Table]], spec: MergeSpec, *, drop_retracts: bool,
-    columns: list[str] | None = None,
+    columns: list[str] | None = None, ordered: bool = True,
 ) -> Iterator[pa.Table]:
     """Merge sorted runs into sorted, merged chunks (one row per key). ``columns``: only these
     columns of the merged rows are wanted (the rest are read for merging only)."""
@@ -81,6 +81,7 @@ def merge_runs(
                 taken.append(s.buf.slice(0, k))
                 s.buf = s.buf.slice(k)
         batch = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
-        merged = sort_and_merge(batch, spec, drop_retracts=drop_retracts, columns=columns)
+        merged = sort_and_merge(batch, spec, drop_retracts=drop_retracts, columns=columns,
+                                ordered=ordered)
         if merged.num_rows:
             yield merged

@@ -42,3 +42,13 @@ def test_fast_path_equals_reference(rows, drop, shuffle_seq):
     want = merge_sorted(sort_kv(t, spec), spec, drop_retracts=drop)
     got = sort_and_merge(t, spec, drop_retracts=drop)
     assert got.to_pylist() == want.to_pylist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from([0, 1, 2, 3])), max_size=60))
+def test_unordered_fast_path_keeps_the_same_rows(rows):
+    t = _table([r[0] for r in rows], [r[1] for r in rows], list(range(len(rows))))
+    spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("id", "v"), ("id",))
+    want = merge_sorted(sort_kv(t, spec), spec, drop_retracts=True).to_pylist()
+    got = sort_and_merge(t, spec, drop_retracts=True, ordered=False).to_pylist()
+    assert sorted(got, key=lambda r: r["id"]) == want
