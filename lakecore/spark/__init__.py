@@ -1,8 +1,8 @@
 """lakecore on Spark: the only package that imports pyspark.
 
 * ``read_table(spark, warehouse, "db.t", ...)``: a table as a DataFrame (executors read).
-* ``ingest_dataframe`` / ``compact_table`` / ``maintain_table``: the jobs' bodies, usable from a
-  session of your own.
+* ``ingest.ingest_dataframe`` / ``ingest.ingest_parquet`` / ``compact.compact_table`` /
+  ``maintain.maintain_table``: the jobs' bodies, usable from a session of your own.
 * ``lakecore.spark.jobs.{ingest,compact,maintain}``: spark-submit entry points.
 """
 

@@ -1,37 +1,37 @@
-"""Distributed write-only ingest (DESIGN.md §3): rows get Paimon's bucket on the executors,
-are repartitioned so one task owns each (partition, bucket), written by lakecore inside the
-tasks, and committed once by the driver under one (commit user, commit identifier)."""
+"""Distributed write-only ingest (DESIGN.md §3): rows get their partition and Paimon bucket on
+the executors, are shuffled so that one task owns each (partition, bucket) (``write_stage``),
+written by lakecore inside the tasks, and committed once by the driver under one (commit
+user, commit identifier)."""
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import warnings
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql.functions import ArrowUDFType, arrow_udf
-from pyspark.sql.types import IntegerType
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
 from lakecore.errors import CommitOutcomeUnknownError, SchemaError
-from lakecore.spark.bucket_expr import supports_native, with_native_bucket
 from lakecore.spark.faults import instrument_commit
-from lakecore.spark.messages import FileStats, decode_all, message_accumulator, task_failure
+from lakecore.spark.file_source import plan_parquet_source
+from lakecore.spark.messages import FileStats
 from lakecore.spark.table_ref import TableRef
-from lakecore.spark.tasks import BUCKET_COLUMN, WRITE_RESULT_DDL, WriteTask, bucket_function
-from lakecore.spark.types import validate_source
+from lakecore.spark.types import validate_arrow_source, validate_source
+from lakecore.spark.write_stage import (
+    Static,
+    run_write_stage,
+    split_dataframe,
+    split_parquet,
+    write_plan,
+)
 from lakecore.table import FileStoreTable
 from lakecore.write.commit_message import CommitMessage
 
 log = logging.getLogger("lakecore.spark.ingest")
-ARROW_BATCH_KEY = "spark.sql.execution.arrow.maxRecordsPerBatch"
-SPARK_DEFAULT_ARROW_BATCH = "10000"
-WRITE_ARROW_BATCH_ROWS = 100_000
 Stage = Callable[[str], AbstractContextManager[None]]
 
 
@@ -90,74 +90,6 @@ def already_committed(table: FileStoreTable, request: IngestRequest) -> bool:
     return not commit.filter_committed([request.commit_identifier])
 
 
-def bucketed(df: DataFrame, table: FileStoreTable, parallelism: int | None) -> DataFrame:
-    """``df`` with Paimon's bucket of each row (a Spark SQL expression for integer and date
-    keys, an Arrow UDF otherwise), hash-partitioned by (partition, bucket) so that one task
-    owns each (partition, bucket); tables without fixed buckets write as they are."""
-    partition_cols = [F.col(k) for k in table.partition_keys]
-    n = table.options.bucket
-    if n <= 0:
-        if parallelism is None:
-            return df
-        return df.repartition(parallelism, *partition_cols) if partition_cols else df.repartition(
-            parallelism)
-    keys = list(table.schema.bucket_keys)
-    types = [table.schema.row_type.field(k).type for k in keys]
-    if supports_native(df.schema, keys, types):
-        df = with_native_bucket(df, keys, types, n, BUCKET_COLUMN)
-    else:
-        with warnings.catch_warnings():  # pyspark prefers type hints; ours is built, not typed
-            warnings.simplefilter("ignore", UserWarning)
-            fn = arrow_udf(bucket_function(keys, types, n), IntegerType(), ArrowUDFType.SCALAR)
-        df = df.withColumn(BUCKET_COLUMN, fn(*[F.col(k) for k in keys]))
-    by = [*partition_cols, F.col(BUCKET_COLUMN)]
-    return df.repartition(parallelism, *by) if parallelism else df.repartition(*by)
-
-
-@contextmanager
-def _arrow_batches(spark: SparkSession, rows: int) -> Iterator[None]:
-    """Bigger Arrow batches to the write tasks (fewer round trips), unless the session has a
-    batch size of its own; restored afterwards."""
-    current = spark.conf.get(ARROW_BATCH_KEY)
-    if current != SPARK_DEFAULT_ARROW_BATCH:
-        yield
-        return
-    spark.conf.set(ARROW_BATCH_KEY, str(rows))
-    try:
-        yield
-    finally:
-        spark.conf.set(ARROW_BATCH_KEY, current)
-
-
-def write_stage(
-    spark: SparkSession, df: DataFrame, table: FileStoreTable, ref: TableRef,
-    request: IngestRequest,
-) -> tuple[list[CommitMessage], int]:
-    """Run the write tasks; return every task's messages and the rows written. On failure the
-    files of the tasks that did finish are deleted before the error propagates."""
-    acc = message_accumulator(spark.sparkContext)
-    static = tuple(sorted((k, str(v)) for k, v in (request.overwrite_partition or {}).items()))
-    task = WriteTask(ref, request.commit_user, static or None, acc)
-    out = bucketed(df.select(*table.schema.row_type.names), table, request.parallelism)
-    try:
-        with _arrow_batches(spark, WRITE_ARROW_BATCH_ROWS):
-            rows = out.mapInArrow(task, WRITE_RESULT_DDL).collect()
-    except BaseException:
-        orphans = decode_all(acc.value)
-        log.error("write stage failed; deleting the files of %d finished task message(s)",
-                  len(orphans))
-        FileStoreCommit(table, request.commit_user).abort(orphans)
-        raise
-    messages = decode_all(r["messages"] for r in rows if r["messages"] is not None)
-    failed = [r for r in rows if r["error"] is not None]
-    if failed:
-        log.error("%d write task(s) failed; deleting the files of the other %d message(s)",
-                  len(failed), len(messages))
-        FileStoreCommit(table, request.commit_user).abort(messages)
-        raise task_failure("write", [(r["error"], bool(r["validation"])) for r in failed])
-    return messages, sum(r["rows"] for r in rows)
-
-
 def commit_stage(
     table: FileStoreTable, messages: list[CommitMessage], request: IngestRequest
 ) -> CommitResult:
@@ -200,20 +132,68 @@ def ingest_dataframe(
 ) -> IngestResult:
     """Validate ``df`` against ``table``, write it on the executors, commit once.
     ``stage(name)`` wraps the write and the commit (the jobs log and time them)."""
+
+    def plan(ref: TableRef, static: Static) -> Callable[[object], DataFrame]:
+        validate_source(df.schema, table)
+        if table.options.bucket <= 0:
+            return lambda acc: write_plan(table, ref, request.commit_user, static,
+                                          request.parallelism, acc, rows=df)
+        pieces = split_dataframe(df, table, ref, static)
+        return lambda acc: write_plan(table, ref, request.commit_user, static,
+                                      request.parallelism, acc, pieces=pieces)
+
+    return _ingest(spark, table, warehouse, request, catalog_options, stage, plan)
+
+
+def ingest_parquet(
+    spark: SparkSession,
+    path: str,
+    table: FileStoreTable,
+    warehouse: str,
+    request: IngestRequest,
+    catalog_options: Mapping[str, str] | None = None,
+    stage: Stage = no_stage,
+) -> IngestResult:
+    """Ingest a Parquet file or directory; the executors read the files themselves
+    (``file_source``). Tables without fixed buckets read through Spark's reader."""
+    if table.options.bucket <= 0:
+        return ingest_dataframe(spark, spark.read.parquet(path), table, warehouse, request,
+                                catalog_options, stage)
+
+    def plan(ref: TableRef, static: Static) -> Callable[[object], DataFrame]:
+        source = plan_parquet_source(path)
+        validate_arrow_source(source.schema, table)
+        pieces = split_parquet(spark, source, ref, static)
+        return lambda acc: write_plan(table, ref, request.commit_user, static,
+                                      request.parallelism, acc, pieces=pieces)
+
+    return _ingest(spark, table, warehouse, request, catalog_options, stage, plan)
+
+
+def _ingest(
+    spark: SparkSession,
+    table: FileStoreTable,
+    warehouse: str,
+    request: IngestRequest,
+    catalog_options: Mapping[str, str] | None,
+    stage: Stage,
+    plan: Callable[[TableRef, Static], Callable[[object], DataFrame]],
+) -> IngestResult:
     base = IngestResult(table.identifier, request.commit_user, request.commit_identifier)
     if already_committed(table, request):
         log.info("(%s, %s) already committed: nothing to do", request.commit_user,
                  request.commit_identifier)
         return replace(base, skipped=True)
-    validate_source(df.schema, table)
     if request.overwrite_partition:
         unknown = [k for k in request.overwrite_partition if k not in table.partition_keys]
         if unknown:
             raise SchemaError(f"--overwrite-partition names non-partition column(s) {unknown}; "
                               f"partition keys are {table.partition_keys}")
     ref = TableRef.of(table, warehouse, catalog_options)
+    static = tuple(sorted((k, str(v)) for k, v in (request.overwrite_partition or {}).items()))
+    make_plan = plan(ref, static or None)  # validates the source: nothing written yet
     with stage("write"):
-        messages, rows = write_stage(spark, df, table, ref, request)
+        messages, rows = run_write_stage(spark, table, ref, request.commit_user, make_plan)
     stats = FileStats.of(messages)
     log.info("wrote %d rows -> %d files, %d bytes in %d bucket(s)", rows, stats.files,
              stats.bytes, stats.buckets)

@@ -11,12 +11,14 @@ to orphan-file removal.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark import Accumulator, AccumulatorParam, SparkContext
 
+from lakecore import errors
 from lakecore.errors import LakecoreError, LakecoreValidationError
 from lakecore.write.commit_message import CommitMessage, deserialize_messages
 
@@ -27,6 +29,34 @@ class SparkTaskError(LakecoreError):
 
 class SparkTaskValidationError(SparkTaskError, LakecoreValidationError):
     """A task rejected its input (a bad value, a row outside the overwritten partition)."""
+
+
+_ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$")
+
+
+def python_error(text: str) -> tuple[str, str] | None:
+    """The (class name, message) of the error a Python worker raised, from the text of the
+    exception Spark rethrows on the driver (a Java trace around a Python traceback). A
+    lakecore error wins over the Java exceptions that wrap it."""
+    found = [m for m in map(_ERROR_LINE.match, text.splitlines()) if m]
+    if not found:
+        return None
+    ours = [m for m in found if m.group(1).startswith("lakecore.")]
+    m = (ours or found)[-1]
+    return m.group(1).rsplit(".", 1)[-1], m.group(2).strip()
+
+
+def spark_failure(stage: str, error: Exception) -> Exception:
+    """A failed Spark job as lakecore's error when a task raised one, else ``error``."""
+    found = python_error(str(error))
+    if found is None:
+        return error
+    name, message = found
+    cls = getattr(errors, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, LakecoreError)):
+        return error
+    validation = issubclass(cls, LakecoreValidationError)
+    return task_failure(stage, [(f"{name}: {message}", validation)])
 
 
 def task_failure(stage: str, errors: Sequence[tuple[str, bool]]) -> SparkTaskError:

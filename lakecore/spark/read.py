@@ -32,16 +32,20 @@ def read_table(
     ``PredicateBuilder`` (``lambda pb: pb.equal("dt", "2026-11-01")``); it prunes partitions
     and files on the driver and rows on the executors.
     """
-    table = open_catalog(warehouse, catalog_options).get_table(identifier)
-    if snapshot_id is not None:
-        table = table.copy({"scan.snapshot-id": str(snapshot_id)})
-    rb = table.new_read_builder()
-    predicate = filter(rb.new_predicate_builder()) if callable(filter) else filter
-    rb = rb.with_filter(predicate)
-    if projection is not None:
-        rb = rb.with_projection(list(projection))
-    schema = spark_schema(rb.read_type())
-    splits = rb.new_scan().plan().splits()
+    catalog = open_catalog(warehouse, catalog_options)
+    try:  # planning reads metadata only; the catalog (and any lock connection) is done after
+        table = catalog.get_table(identifier)
+        if snapshot_id is not None:
+            table = table.copy({"scan.snapshot-id": str(snapshot_id)})
+        rb = table.new_read_builder()
+        predicate = filter(rb.new_predicate_builder()) if callable(filter) else filter
+        rb = rb.with_filter(predicate)
+        if projection is not None:
+            rb = rb.with_projection(list(projection))
+        schema = spark_schema(rb.read_type())
+        splits = rb.new_scan().plan().splits()
+    finally:
+        catalog.close()
     if not splits:
         return spark.createDataFrame([], schema)
     ref = TableRef.of(table, warehouse, catalog_options)

@@ -1,59 +1,30 @@
-"""What runs on the executors: the bucket function, the write task, the compaction task and
-the read task. Each is a small picklable value whose ``__call__`` Spark invokes; they see
-Arrow batches (or a few pickled plans), never Python rows."""
+"""What runs on the executors after the shuffle: the write task, the compaction task and the
+read task (stage 1 of ingest is ``shuffle.SplitTask``). Each is a small picklable value whose
+``__call__`` Spark invokes; they see Arrow batches (or a few pickled plans), never Python
+rows."""
 
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from lakecore.errors import LakecoreValidationError, SchemaError
-from lakecore.format.bucket import bucket_ids
+from lakecore.errors import LakecoreValidationError
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
+from lakecore.spark.shuffle import PAYLOAD_COLUMN, decode_piece
 from lakecore.spark.table_ref import TableRef
-from lakecore.types import DataType, to_arrow
 from lakecore.write.commit_message import serialize_messages
 from lakecore.write.table_write import TableWrite
 
-BUCKET_COLUMN = "__lakecore_bucket"
 WRITE_RESULT_DDL = (
     "messages binary, rows bigint, files int, bytes bigint, error string, validation boolean")
 SPLIT_COLUMN = "split"
-# Spark hands Python ~10k-row batches; lakecore's writer works better on bigger ones.
+# Rows handed to lakecore's writer at once (it works better on big batches than on Spark's).
 WRITE_BATCH_ROWS = 256 * 1024
-
-
-def _cast_key(name: str, col: pa.Array, t: DataType) -> pa.Array:
-    target = to_arrow(t)
-    if col.type == target:
-        return col
-    try:
-        return col.cast(target, safe=True)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
-        raise SchemaError(f"column {name!r}: cannot cast {col.type} to the table's type {t} ({e})"
-                          ) from e
-
-
-def bucket_function(
-    key_names: Sequence[str], key_types: Sequence[DataType], num_buckets: int
-) -> Callable[..., pa.Array]:
-    """An Arrow scalar function: bucket-key columns -> Paimon's bucket of each row (int32).
-    Keys are cast to the table's types first, exactly as the writer will cast them."""
-    names, types = list(key_names), list(key_types)
-
-    def paimon_bucket(*cols: pa.Array) -> pa.Array:
-        keys = [_cast_key(n, c, t) for n, c, t in zip(names, cols, types)]
-        return pa.array(bucket_ids(keys, types, num_buckets), pa.int32())
-
-    return paimon_bucket
-
-
 _RESULT_SCHEMA = pa.schema([("messages", pa.binary()), ("rows", pa.int64()),
                             ("files", pa.int32()), ("bytes", pa.int64()),
                             ("error", pa.string()), ("validation", pa.bool_())])
@@ -87,6 +58,8 @@ def _drain(batches: Iterable[Any]) -> None:
 class WriteTask:
     """``mapInArrow`` body: every row of this Spark partition goes through one lakecore
     writer in write-only mode; the task emits one row with its serialized CommitMessages.
+    Input is the shuffle's IPC pieces (``blobs``) or, for tables without fixed buckets, the
+    source's own batches.
 
     A failing task deletes its own files and reports the error as a row instead of failing
     the Spark job: every other task then finishes normally and reports its files, so the
@@ -97,6 +70,7 @@ class WriteTask:
     commit_user: str
     static_partition: tuple[tuple[str, str], ...] | None
     accumulator: Any  # pyspark Accumulator of serialized message lists
+    blobs: bool = True
 
     def _open(self) -> TableWrite:
         table = self.ref.load().copy({"write-only": "true"})
@@ -105,23 +79,31 @@ class WriteTask:
             w.with_static_partition(dict(self.static_partition))
         return w
 
+    def _tables(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            if not self.blobs:
+                yield pa.Table.from_batches([batch])
+                continue
+            for blob in batch.column(PAYLOAD_COLUMN).to_pylist():
+                yield decode_piece(blob)
+
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         writer: TableWrite | None = None
-        pending: list[pa.RecordBatch] = []
+        pending: list[pa.Table] = []
         pending_rows = rows = 0
         try:
-            for batch in batches:
-                if batch.num_rows == 0:
-                    continue
-                pending.append(batch)
-                pending_rows += batch.num_rows
+            for data in self._tables(batches):
+                pending.append(data)
+                pending_rows += data.num_rows
                 if pending_rows >= WRITE_BATCH_ROWS:
                     writer = writer or self._open()
-                    rows += self._flush(writer, pending)
+                    rows += _flush(writer, pending)
                     pending, pending_rows = [], 0
             if pending:
                 writer = writer or self._open()
-                rows += self._flush(writer, pending)
+                rows += _flush(writer, pending)
             messages = writer.prepare_commit() if writer is not None else []
         except Exception as e:
             if writer is not None:
@@ -137,30 +119,11 @@ class WriteTask:
         files = [f for m in messages for f in m.new_files]
         yield _result_batch(blob, rows, len(files), sum(f.file_size for f in files))
 
-    @staticmethod
-    def _flush(writer: TableWrite, batches: list[pa.RecordBatch]) -> int:
-        data = pa.Table.from_batches(batches)
-        if BUCKET_COLUMN in data.column_names:
-            _check_buckets(writer, data)
-            data = data.drop_columns([BUCKET_COLUMN])
-        writer.write_arrow(data)
-        return data.num_rows
 
-
-def _check_buckets(writer: TableWrite, data: pa.Table) -> None:
-    """The shuffle's bucket must be the writer's: one task per bucket depends on it."""
-    schema = writer.table.schema
-    names = list(schema.bucket_keys)
-    types = [schema.row_type.field(k).type for k in names]
-    keys = [_cast_key(n, data.column(n).combine_chunks(), t) for n, t in zip(names, types)]
-    valid = pc.and_kleene(*[pc.is_valid(k) for k in keys]) if len(keys) > 1 else pc.is_valid(
-        keys[0])
-    ids = pa.array(bucket_ids(keys, types, writer.options.bucket), pa.int32())
-    shuffled = data.column(BUCKET_COLUMN).combine_chunks()
-    bad = pc.sum(pc.and_(valid, pc.not_equal(ids, shuffled))).as_py()
-    if bad:
-        raise RuntimeError(f"{bad} row(s) were shuffled to another bucket than Paimon's: "
-                           "the Spark bucket expression disagrees with lakecore")
+def _flush(writer: TableWrite, tables: list[pa.Table]) -> int:
+    data = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    writer.write_arrow(data)
+    return data.num_rows
 
 
 @dataclass(frozen=True)

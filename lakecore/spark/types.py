@@ -69,6 +69,11 @@ def validate_source(source: StructType, table: FileStoreTable) -> None:
         arrow = to_arrow_schema(source, timezone="UTC")
     except Exception as e:
         raise SchemaError(f"source schema has a type Arrow cannot carry: {e}") from e
+    validate_arrow_source(arrow, table)
+
+
+def validate_arrow_source(arrow: pa.Schema, table: FileStoreTable) -> None:
+    """``validate_source`` for a source whose Arrow schema is known (Parquet files)."""
     try:
         conform(arrow.empty_table(), table.schema.row_type, list(table.schema.primary_keys))
     except SchemaError as e:

@@ -1,5 +1,5 @@
-"""One local[2] SparkSession for every library-level Spark test in the run; helpers to run
-the real ``spark-submit`` (kept to a few tests: each costs 30-40 s)."""
+"""One local[2] SparkSession for every library-level Spark test in the run (the real
+``spark-submit`` runs are in ``submit.py`` / ``test_submit.py``, few: each costs 20-40 s)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.spark.spark_conf import SESSION_CONF
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -22,15 +24,6 @@ if str(VENV_BIN) not in os.environ.get("PATH", "").split(os.pathsep):
 pyspark = pytest.importorskip("pyspark")
 if shutil.which("java") is None:
     pytest.skip("Java is not on the PATH", allow_module_level=True)
-
-SESSION_CONF = {
-    "spark.ui.enabled": "false",
-    "spark.ui.showConsoleProgress": "false",
-    "spark.sql.shuffle.partitions": "4",
-    "spark.default.parallelism": "2",
-    "spark.sql.session.timeZone": "UTC",
-    "spark.driver.memory": "1g",
-}
 
 
 @pytest.fixture(scope="session")

@@ -97,8 +97,12 @@ def write_parquet(directory: str, name: str, data: pa.Table) -> str:
     return path
 
 
-def library_commit(table: FileStoreTable, data: pa.Table, identifier: int, user: str) -> None:
-    """The same operation through the library alone: one writer, one commit."""
+def library_commit(table: FileStoreTable, data: pa.Table, identifier: int, user: str,
+                   write_only: bool = True) -> None:
+    """The same operation through the library alone: one writer, one commit (write-only, as
+    the ingest job writes)."""
+    if write_only:
+        table = table.copy({"write-only": "true"})
     wb = table.new_stream_write_builder().with_commit_user(user)
     w = wb.new_write()
     w.write_arrow(data)

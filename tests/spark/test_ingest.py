@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pyarrow as pa
 import pytest
 
 from lakecore.errors import SchemaError
 from lakecore.format.snapshot import CommitKind
 from lakecore.spark.ingest import IngestRequest, default_commit_user, ingest_dataframe
+from lakecore.spark.messages import SparkTaskError, SparkTaskValidationError
 from tests.spark import helpers as h
 
 
@@ -93,21 +96,33 @@ def test_source_schema_mismatch_names_the_column(spark, warehouse, tmp_path, cha
     assert h.data_files(table) == [] and table.snapshot_manager.latest_id() is None
 
 
-def test_failed_task_aborts_the_files_of_finished_tasks(spark, warehouse, tmp_path):
-    """One (partition, bucket) holds a bad value and fails late (it is the biggest task);
-    the files the other tasks already wrote are deleted by the driver."""
+def test_bad_value_fails_before_any_file_is_written(spark, warehouse, tmp_path):
+    """Stage 1 casts and checks every row; an unparsable value fails the job, naming it."""
     table = h.create(warehouse, bucket="4")
-    good = h.batch([(h.DTS[i % 3], i, "+I") for i in range(60)], 1)
-    big = pa.table({"dt": ["2026-11-09"] * 300_000, "id": list(range(300_000)),
-                    "v": ["x"] * 300_000, "amount": ["1.5"] * 299_999 + ["not-a-number"],
-                    "ts": pa.nulls(300_000, pa.timestamp("us")), "op": ["+I"] * 300_000})
-    good = good.set_column(3, "amount", good.column("amount").cast(pa.string()))
-    df = spark.read.parquet(h.write_parquet(str(tmp_path / "src"), "bad",
-                                            pa.concat_tables([big.cast(good.schema), good])))
-    request = IngestRequest(1, "u", parallelism=4)
-    with pytest.raises(Exception, match="column 'amount'"):
-        ingest_dataframe(spark, df, table, warehouse, request)
+    data = h.batch([(h.DTS[i % 3], i, "+I") for i in range(200)], 1)
+    amounts = [str(x) for x in data.column("amount").to_pylist()]
+    amounts[-1] = "not-a-number"
+    data = data.set_column(3, "amount", pa.array(amounts))
+    df = spark.read.parquet(h.write_parquet(str(tmp_path / "src"), "bad", data))
+    with pytest.raises(SparkTaskValidationError, match="column 'amount'.*not-a-number"):
+        ingest_dataframe(spark, df, table, warehouse, IngestRequest(1, "u", parallelism=4))
     assert h.data_files(table) == []
+    assert table.snapshot_manager.latest_id() is None
+
+
+def test_failed_write_task_deletes_the_files_of_the_other_tasks(spark, warehouse, tmp_path):
+    """One bucket cannot be written (its directory is a file): that task reports the error,
+    the others finish, and the driver deletes every file they wrote before raising."""
+    table = h.create(warehouse, bucket="4")
+    data = h.batch([(h.DTS[i % 3], i, "+I") for i in range(400)], 1)
+    blocked = os.path.join(table.table_path, f"dt={h.DTS[0]}", "bucket-1")
+    os.makedirs(os.path.dirname(blocked))
+    with open(blocked, "w") as f:
+        f.write("not a directory")
+    df = spark.read.parquet(h.write_parquet(str(tmp_path / "src"), "ok", data))
+    with pytest.raises(SparkTaskError, match="write task failed"):
+        ingest_dataframe(spark, df, table, warehouse, IngestRequest(1, "u", parallelism=4))
+    assert h.data_files(table) == [blocked]
     assert table.snapshot_manager.latest_id() is None
 
 

@@ -7,7 +7,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -20,7 +19,6 @@ from lakecore.spark.table_ref import normalize_warehouse, open_catalog
 from lakecore.table import FileStoreTable
 
 log = logging.getLogger("lakecore.spark")
-_ERROR_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit)): (.+)$")
 _MAX_ERROR_CHARS = 2000
 
 
@@ -56,12 +54,12 @@ def table_parser(prog: str, description: str) -> argparse.ArgumentParser:
 def describe_error(error: BaseException) -> str:
     """One line naming the error. Executor failures arrive as long Java/Python traces; the
     last ``SomeError: message`` line in them is the cause."""
+    from lakecore.spark.messages import python_error
+
     text = str(error)
-    found = [m for m in map(_ERROR_LINE.match, text.splitlines()) if m]
-    lakecore = [m for m in found if m.group(1).startswith("lakecore.")]
-    if lakecore or found:
-        m = (lakecore or found)[-1]
-        message = f"{m.group(1).rsplit('.', 1)[-1]}: {m.group(2)}"
+    found = python_error(text)
+    if found is not None:
+        message = f"{found[0]}: {found[1]}"
     else:
         first = text.strip().splitlines()[0] if text.strip() else ""
         message = f"{type(error).__name__}: {first}" if first else type(error).__name__

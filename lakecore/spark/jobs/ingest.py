@@ -57,6 +57,7 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
         already_committed,
         default_commit_user,
         ingest_dataframe,
+        ingest_parquet,
     )
     from lakecore.spark.sources import SourceFormat, load_source
 
@@ -77,12 +78,15 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
         return {"commit_user": request.commit_user, "commit_identifier": a.commit_identifier,
                 "snapshot_ids": [], "skipped": True, "rows": 0, "files": 0, "bytes": 0}
     spark = ctx.session()
+    fmt = SourceFormat(a.source_format)
+    options = parse_pairs(a.source_option, "--source-option")
+    if a.source and fmt is SourceFormat.PARQUET and not options:  # executors read the files
+        result = ingest_parquet(spark, a.source, table, ctx.warehouse, request,
+                                ctx.catalog_options, stage=ctx.stage)
+        return result.summary()
     with ctx.stage("read-source"):
-        df = load_source(
-            spark, path=a.source, fmt=SourceFormat(a.source_format),
-            options=parse_pairs(a.source_option, "--source-option"),
-            table=a.source_table, query=a.source_query,
-        )
+        df = load_source(spark, path=a.source, fmt=fmt, options=options,
+                         table=a.source_table, query=a.source_query)
     result = ingest_dataframe(spark, df, table, ctx.warehouse, request,
                               ctx.catalog_options, stage=ctx.stage)
     return result.summary()

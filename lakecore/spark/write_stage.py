@@ -1,0 +1,123 @@
+"""The ingest's Spark part: source batches (``SplitTask``) or Parquet files
+(``FileSplitTask``) -> stage 1 pieces -> shuffle by (partition, bucket) -> ``WriteTask``
+(stage 2) -> CommitMessages on the driver.
+
+Failures: stage 1 writes no data file, so when it rejects the input the job simply fails (the
+error is re-raised as lakecore's, not as a Java trace). A stage-2 task that fails deletes its
+own files and reports the error as a row; the driver then deletes every other task's files.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.spark.file_source import UNIT_DDL, FileSplitTask, ParquetSource, read_units
+from lakecore.spark.messages import (
+    decode_all,
+    message_accumulator,
+    spark_failure,
+    task_failure,
+)
+from lakecore.spark.shuffle import GROUP_COLUMN, SPLIT_RESULT_DDL, SplitTask
+from lakecore.spark.table_ref import TableRef
+from lakecore.spark.tasks import WRITE_RESULT_DDL, WriteTask
+from lakecore.table import FileStoreTable
+from lakecore.write.commit_message import CommitMessage
+
+log = logging.getLogger("lakecore.spark.ingest")
+PlanMaker = Callable[[object], DataFrame]
+# Spark's defaults, and what the ingest uses while the session keeps them: bigger batches
+# into stage 1 (fewer round trips), and a byte cap so a batch of shuffled pieces stays small.
+_ARROW_CONF = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": ("10000", "100000"),
+    "spark.sql.execution.arrow.maxBytesPerBatch": ("2147483647", str(256 << 20)),
+}
+
+
+@contextmanager
+def arrow_batches(spark: SparkSession) -> Iterator[None]:
+    """Apply ``_ARROW_CONF`` where the session has Spark's default; restore afterwards."""
+    changed: dict[str, str] = {}
+    for key, (default, ours) in _ARROW_CONF.items():
+        current = spark.conf.get(key, default)
+        if current == default:
+            spark.conf.set(key, ours)
+            changed[key] = current
+    try:
+        yield
+    finally:
+        for key, value in changed.items():
+            spark.conf.set(key, value)
+
+
+Static = tuple[tuple[str, str], ...] | None
+
+
+def split_dataframe(df: DataFrame, table: FileStoreTable, ref: TableRef, static: Static
+                    ) -> DataFrame:
+    """Stage 1 over a DataFrame: its Arrow batches cut into (partition, bucket) pieces."""
+    return df.select(*table.schema.row_type.names).mapInArrow(SplitTask(ref, static),
+                                                              SPLIT_RESULT_DDL)
+
+
+def split_parquet(spark: SparkSession, source: ParquetSource, ref: TableRef, static: Static
+                  ) -> DataFrame:
+    """Stage 1 over Parquet files: each task reads a file (or a run of its row groups) with
+    pyarrow and cuts it."""
+    sc = spark.sparkContext
+    units = read_units(source, sc.defaultParallelism)
+    seeds = spark.createDataFrame(sc.parallelize(units, len(units)), UNIT_DDL)
+    return seeds.mapInArrow(FileSplitTask(ref, static, source.uri, source.base),
+                            SPLIT_RESULT_DDL)
+
+
+def write_plan(table: FileStoreTable, ref: TableRef, commit_user: str, static: Static,
+               parallelism: int | None, accumulator: object, *, pieces: DataFrame | None = None,
+               rows: DataFrame | None = None) -> DataFrame:
+    """The DataFrame whose ``collect()`` writes everything (one result row per write task):
+    stage-1 ``pieces`` shuffled by (partition, bucket), or, for a table without fixed buckets
+    (nothing to own), the source ``rows`` written where they are."""
+    if pieces is None:
+        assert rows is not None
+        data = rows.select(*table.schema.row_type.names)
+        if parallelism:
+            data = data.repartition(parallelism)
+        task = WriteTask(ref, commit_user, static, accumulator, blobs=False)
+        return data.mapInArrow(task, WRITE_RESULT_DDL)
+    by = F.col(GROUP_COLUMN)
+    pieces = pieces.repartition(parallelism, by) if parallelism else pieces.repartition(by)
+    return pieces.mapInArrow(WriteTask(ref, commit_user, static, accumulator), WRITE_RESULT_DDL)
+
+
+def run_write_stage(
+    spark: SparkSession, table: FileStoreTable, ref: TableRef, commit_user: str,
+    make_plan: PlanMaker,
+) -> tuple[list[CommitMessage], int]:
+    """Every task's messages and the rows written; on failure, no file of this job is left
+    that a finished task reported. ``make_plan(accumulator)`` builds the ``write_plan``."""
+    acc = message_accumulator(spark.sparkContext)
+    plan = make_plan(acc)
+    try:
+        with arrow_batches(spark):
+            rows = plan.collect()
+    except Exception as e:
+        orphans = decode_all(acc.value)
+        if orphans:
+            log.error("write stage failed; deleting the files of %d finished task message(s)",
+                      len(orphans))
+            FileStoreCommit(table, commit_user).abort(orphans)
+        raise spark_failure("write", e) from e
+    messages = decode_all(r["messages"] for r in rows if r["messages"] is not None)
+    failed = [r for r in rows if r["error"] is not None]
+    if failed:
+        log.error("%d write task(s) failed; deleting the files of the other %d message(s)",
+                  len(failed), len(messages))
+        FileStoreCommit(table, commit_user).abort(messages)
+        raise task_failure("write", [(r["error"], bool(r["validation"])) for r in failed])
+    return messages, sum(r["rows"] for r in rows)
