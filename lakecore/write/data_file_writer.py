@@ -76,9 +76,13 @@ class RollingFileWriter:
         key_names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
         mode = self.spec.stats_mode
         self._key_stats = StatsCollector(key_names, [f.type for f in self.spec.key_fields], mode)
-        self._value_stats = StatsCollector(
-            [f.name for f in self.spec.value_fields], [f.type for f in self.spec.value_fields], mode
+        # BinaryRow stats hold atomic values only: nested columns are left out and the file
+        # names the columns it has stats for (_VALUE_STATS_COLS), as Paimon does
+        atomic = [f for f in self.spec.value_fields if not f.type.is_nested]
+        self._value_stats_cols = (
+            None if len(atomic) == len(self.spec.value_fields) else tuple(f.name for f in atomic)
         )
+        self._value_stats = StatsCollector([f.name for f in atomic], [f.type for f in atomic], mode)
         self._rows = 0
         self._deletes = 0
         self._min_seq: int | None = None
@@ -175,7 +179,7 @@ class RollingFileWriter:
                 delete_row_count=self._deletes,
                 embedded_index=None,
                 file_source=self.file_source,
-                value_stats_cols=None,
+                value_stats_cols=self._value_stats_cols,
                 external_path=None,
                 first_row_id=None,
                 write_cols=None,

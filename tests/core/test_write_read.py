@@ -239,3 +239,22 @@ def test_append_only_tables_unaware_and_fixed_bucket(tmp_path):
     write(t2, pa.table({"k": list(range(30)), "v": ["x"] * 30}))
     splits = t2.new_read_builder().new_scan().plan().splits()
     assert len(splits) == 3 and sum(s.row_count for s in splits) == 30
+
+
+def test_nested_columns_write_read_and_pypaimon_agrees(tmp_path):
+    from tests.compat.pypaimon_runner import paimon_available, paimon_read
+
+    s = pa.schema([pa.field("id", pa.int64(), False), ("tags", pa.list_(pa.string())),
+                   ("r", pa.struct([("a", pa.int32()), ("b", pa.string())])), ("v", pa.int64())])
+    t = make_table(str(tmp_path), s, primary_keys=["id"], options={"bucket": "1"})
+    write(t, pa.table({"id": [1, 2], "tags": [["x"], None], "r": [{"a": 1, "b": "q"}, None],
+                       "v": [5, 6]}, schema=s))
+    write(t, pa.table({"id": [2], "tags": [["y", "z"]], "r": [{"a": 2, "b": None}], "v": [7]},
+                      schema=s))
+    want = [{"id": 1, "tags": ["x"], "r": {"a": 1, "b": "q"}, "v": 5},
+            {"id": 2, "tags": ["y", "z"], "r": {"a": 2, "b": None}, "v": 7}]
+    assert read(t, "id") == want
+    files = t.new_read_builder().new_scan().plan().splits()[0].files
+    assert files[0].value_stats_cols == ("id", "v")  # stats only for atomic columns
+    if paimon_available():
+        assert paimon_read(str(tmp_path), "db.t").sort_by("id").to_pylist() == want
