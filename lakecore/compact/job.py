@@ -24,6 +24,7 @@ from lakecore.compact.levels import Levels
 from lakecore.compact.planner import plan_compaction as plan_bucket
 from lakecore.compact.unit import CompactResult
 from lakecore.compact.universal import create_compact_strategy
+from lakecore.errors import CommitConflictError, CommitTimeoutError, LakecoreValidationError
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
 from lakecore.manifest_io import merge_entries
@@ -167,12 +168,14 @@ def commit_compaction(table: FileStoreTable, messages: Sequence[CommitMessage],
                       commit_user: str | None = None,
                       identifier: int = BATCH_COMMIT_IDENTIFIER,
                       base_snapshot_id: int | None = None) -> CommitResult:
-    """One COMPACT snapshot; on a conflict the written files are deleted and the error raised."""
+    """One COMPACT snapshot. When it certainly did not land (a conflict, bad input, or every
+    attempt lost the race) the written files are deleted; when the outcome is unknown (an I/O
+    error mid-publish) they are kept, since the snapshot may reference them."""
     commit = FileStoreCommit(table, commit_user or f"compact-{uuid.uuid4()}")
     commit.base_snapshot_id = base_snapshot_id
     try:
         return commit.commit(messages, identifier)
-    except BaseException:
+    except (CommitConflictError, CommitTimeoutError, LakecoreValidationError):
         commit.abort(messages)
         raise
 
