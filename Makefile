@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 QUIET_PIP := grep -v '^WARNING: Location' || true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint unit bench clean venv paimon-venv
+.PHONY: demo test lint unit bench clean venv paimon-venv browser
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -31,13 +31,24 @@ $(PAIMON_VENV)/.installed:
 	touch $@
 
 lint: venv
-	$(VENV)/bin/ruff check lakecore tests bench
+	$(VENV)/bin/ruff check lakecore tests bench dags plugins
 
-test: venv paimon-venv lint
+# The Airflow UI test drives Debian's chromium through Playwright (no browser download).
+# Idempotent: installs only when missing, and only as root (elsewhere the test skips).
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null; \
+	  else echo "chromium missing: sudo apt-get install -y chromium (the UI test skips)"; fi; \
+	fi
+
+test: venv paimon-venv lint browser dist/lakecore.zip
 	$(PY) -m pytest -q
 
-demo: venv
-	$(PY) -m lakecore.demo --warehouse .demo/warehouse
+# The real pipeline through Airflow (dag.test) on its embedded default: SQLite metadata DB,
+# local[2] Spark, everything under .demo/ (recreated on every run).
+demo: venv dist/lakecore.zip
+	$(PY) -m lakecore.demo --root .demo
 
 bench: venv paimon-venv
 	$(PY) bench/write_read.py

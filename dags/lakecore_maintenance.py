@@ -1,0 +1,64 @@
+"""lakecore_maintenance: daily expire snapshots -> expire partitions -> remove orphan files."""
+
+from __future__ import annotations
+
+from airflow.sdk import DAG, Param, TaskGroup, chain
+from lake_airflow.config import load_config
+from lake_airflow.dag_support import (
+    DURATION_PATTERN,
+    START_DATE,
+    TAG,
+    default_args,
+    tables_doc,
+    tables_param,
+)
+from lake_airflow.operators import LakeMaintainOperator
+from lake_airflow.submit import MaintenanceStep
+from lake_airflow.tasks import prepare_lake
+
+DOC = """
+### lakecore maintenance
+
+Per table, three Spark jobs **in this order**, each logging its report:
+
+1. `expire_snapshots`: by the table's `snapshot.num-retained.min/max` and
+   `snapshot.time-retained` (tags keep what they pin);
+2. `expire_partitions`: partitions older than `partition.expiration-time` (skipped, with the
+   reason in the report, for tables that do not set it);
+3. `remove_orphans`: files no snapshot or tag references and older than
+   **orphan_older_than** (a writer may still own a younger one).
+
+Param **dry_run** plans and reports without deleting anything.
+"""
+
+cfg = load_config()
+maint = cfg.maintenance
+
+with DAG(
+    dag_id="lakecore_maintenance",
+    description="Expire snapshots and partitions, remove orphan files",
+    schedule=cfg.schedules.maintenance,
+    start_date=START_DATE,
+    catchup=False,
+    max_active_runs=1,
+    default_args=default_args(cfg),
+    tags=[TAG, "maintenance"],
+    params={
+        "tables": tables_param(cfg, "maintain"),
+        "dry_run": Param(maint.dry_run, type="boolean", title="Dry run",
+                         description="Report what would be removed; delete nothing."),
+        "orphan_older_than": Param(
+            maint.orphan_older_than, type="string", pattern=DURATION_PATTERN,
+            title="Orphan files older than",
+            description="Only unreferenced files older than this are removed, e.g. '1 d', "
+                        "'12 h'.",
+        ),
+    },
+    doc_md=DOC + tables_doc(cfg),
+) as dag:
+    prepare = prepare_lake(create_tables=False)
+    for spec in cfg.tables:
+        with TaskGroup(group_id=spec.slug, tooltip=f"maintain {spec.name}"):
+            steps = [LakeMaintainOperator(task_id=step.task_id, table=spec.name, step=step)
+                     for step in MaintenanceStep]
+            chain(prepare, *steps)

@@ -1,0 +1,52 @@
+"""What every lakecore DAG shares: default args, tags, typed Params, generated docs.
+
+Parse-time only (Airflow and the tables file); no lakecore, no pyspark.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import Param
+
+from lake_airflow.config import LakeConfig
+
+START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
+TAG = "lakecore"
+DURATION_PATTERN = r"^\s*\d+\s*(ms|s|sec|min|m|h|d|day|days)\s*$"
+PARTITION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*=[^,=]+(,[A-Za-z_][A-Za-z0-9_]*=[^,=]+)*$"
+
+
+def default_args(cfg: LakeConfig) -> dict[str, Any]:
+    return {
+        "owner": "lakecore",
+        "retries": cfg.retries,
+        "retry_delay": timedelta(minutes=cfg.retry_delay_minutes),
+        "depends_on_past": False,
+    }
+
+
+def tables_param(cfg: LakeConfig, what: str) -> Param:
+    names = cfg.table_names
+    return Param(
+        names,
+        type="array",
+        items={"type": "string", "enum": names},
+        uniqueItems=True,
+        title="Tables",
+        description=f"Tables to {what}; empty means every declared table "
+                    f"({', '.join(names)}).",
+    )
+
+
+def tables_doc(cfg: LakeConfig) -> str:
+    """A Markdown table of the declared tables, appended to every DAG's doc_md."""
+    rows = ["| table | primary key | partitions | source |", "|---|---|---|---|"]
+    for t in cfg.tables:
+        rows.append(f"| `{t.name}` | {', '.join(t.primary_key) or '-'} | "
+                    f"{', '.join(t.partition_keys) or '-'} | "
+                    f"{t.source.format.value} `{t.source.path}` |")
+    return (f"\n\n**Tables** (declared in `{cfg.path}`):\n\n" + "\n".join(rows)
+            + f"\n\nWarehouse: `{cfg.warehouse}`. Catalog lock: Airflow connection "
+            f"`{cfg.lock_conn_id}`.\n")

@@ -1,0 +1,104 @@
+"""The table-health page: server-rendered HTML (no build step), every value escaped."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px;color:#1a202c}
+h1{font-size:1.4rem;margin:0 0 4px} h2{font-size:1.15rem;margin:24px 0 6px}
+h3{font-size:.95rem;margin:14px 0 4px;color:#2d3748}
+.muted{color:#718096;font-size:.85rem} table{border-collapse:collapse;margin:4px 0 8px}
+td,th{border:1px solid #e2e8f0;padding:3px 8px;font-size:.85rem;text-align:left}
+th{background:#f7fafc} .card{border:1px solid #cbd5e0;border-radius:8px;padding:8px 14px;
+margin-bottom:14px} .kpi{display:inline-block;margin-right:18px} .kpi b{font-size:1.05rem}
+.warn{color:#b7791f} .ok{color:#2f855a} .bad{color:#c53030}
+"""
+
+
+def _e(v: Any) -> str:
+    return "-" if v is None or v == "" else escape(str(v))
+
+
+def _table(headers: list[str], rows: list[list[Any]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _kpi(label: str, value: Any, cls: str = "") -> str:
+    return f'<span class="kpi {cls}">{escape(label)}: <b>{_e(value)}</b></span>'
+
+
+def _lock(lock: dict[str, Any] | None) -> str:
+    if not lock:
+        return _kpi("catalog lock", "unknown")
+    state = lock.get("state")
+    text = str(state)
+    if state in ("held", "stale"):
+        text += f" by {lock.get('owner')} since {lock.get('since')} (expires {lock.get('expires')})"
+    return _kpi("catalog lock", text, "warn" if state in ("held", "stale") else "")
+
+
+def _run(r: dict[str, Any] | None) -> str:
+    return "never" if not r else f"{r['end']} ({r['state']}, run {r['run_id']})"
+
+
+def render_table(t: dict[str, Any]) -> str:
+    name = escape(t["name"])
+    if t.get("error"):
+        return f'<div class="card" id="{escape(t["slug"])}"><h2>{name}</h2>' \
+               f'<p class="bad">{escape(t["error"])}</p></div>'
+    if not t.get("exists"):
+        return f'<div class="card" id="{escape(t["slug"])}"><h2>{name}</h2>' \
+               '<p class="muted">not created yet (the first ingest run creates it)</p></div>'
+    preview = t["compaction_preview"]
+    plan = (f"{preview['buckets']} bucket(s), {preview['files']} file(s) would be compacted"
+            if preview["buckets"] else f"nothing to compact: {preview['skipped_reason']}")
+    lc = t.get("last_compaction")
+    last_compaction = f"snapshot {lc['id']} at {lc['time']}" if lc else "none retained"
+    parts = [
+        f'<div class="card" id="{escape(t["slug"])}"><h2>{name}</h2>',
+        f'<div class="muted">{_e(t.get("description"))}</div><p>',
+        _kpi("snapshots", f"{t['earliest_snapshot']}..{t['latest_snapshot']}"),
+        _kpi("live files", t["total_files"]), _kpi("rows in files", t["total_rows_in_files"]),
+        _kpi("bytes", t["total_bytes"]),
+        _kpi("level-0 backlog", t["level0_backlog"], "warn" if t["level0_backlog"] else "ok"),
+        _kpi("max size amplification %", t["max_size_amplification_percent"]),
+        "<br>", _lock(t.get("lock")), "</p>",
+        f"<p><b>Compaction now:</b> {escape(plan)}<br>",
+        f"<b>Last compaction:</b> "
+        f"{_e(last_compaction)}"
+        f" &middot; task: {escape(_run(t.get('last_compaction_task')))}<br>",
+        f"<b>Last expiry:</b> {escape(_run(t.get('last_expiry')))}</p>",
+        "<h3>Buckets (sorted runs per bucket)</h3>",
+        _table(["partition", "bucket", "files per level", "sorted runs", "level-0 files",
+                "size amp %"],
+               [[b["partition"] or "(unpartitioned)", b["bucket"],
+                 ", ".join(f"L{k}: {v}" for k, v in sorted(b["files_per_level"].items())),
+                 b["sorted_runs"], b["level0_files"], b["size_amplification_percent"]]
+                for b in t["buckets"]]),
+        "<h3>Latest snapshots</h3>",
+        _table(["id", "kind", "time (UTC)", "records", "delta", "commit user", "identifier"],
+               [[s["id"], s["kind"], s["time"], s["total_record_count"],
+                 s["delta_record_count"], s["commit_user"], s["commit_identifier"]]
+                for s in t["snapshots"]]),
+    ]
+    if t.get("tags"):
+        parts += ["<h3>Tags</h3>", _table(["tag", "snapshot", "kind"], [
+            [g["name"], g["snapshot_id"], g["commit_kind"]] for g in t["tags"]])]
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def render_page(report: dict[str, Any], user: str | None) -> str:
+    cards = "".join(render_table(t) for t in report["tables"])
+    who = f" &middot; signed in as {escape(user)}" if user else ""
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Lake tables</title>"
+        f"<style>{_CSS}</style></head><body><h1>Lake tables</h1>"
+        f"<div class='muted'>warehouse {escape(report['warehouse'])} &middot; catalog lock: "
+        f"{escape(report['lock'])} &middot; generated {escape(report['generated'])}{who}</div>"
+        f"{cards}</body></html>"
+    )

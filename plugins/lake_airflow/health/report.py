@@ -1,0 +1,155 @@
+"""Table health as plain data, for the page and its JSON API.
+
+Per declared table: recent snapshots, live files and sorted runs per bucket, level-0 backlog,
+size amplification (``lakecore.inspect``), what compaction would do now, last compaction and
+last expiry, tags, and who holds the catalog lock. Nothing secret is in it: the lock database
+is described by dialect and connection id, never by URL.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from lake_airflow.config import LakeConfig, TableSpec, load_config
+from lake_airflow.lock import LOCK_TABLE, LockTarget, resolve_lock
+
+log = logging.getLogger(__name__)
+_USERINFO = re.compile(r"(//)[^/@]*@")
+
+
+def scrub(text: str) -> str:
+    """Drop credentials embedded in a URI (``s3://key:secret@bucket`` -> ``s3://***@bucket``)."""
+    return _USERINFO.sub(r"\1***@", text)
+
+
+def _millis(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="seconds")
+
+
+def lock_holder(lock: LockTarget, spec: TableSpec) -> dict[str, Any]:
+    """The current holder of the table's catalog lock (never the database URL)."""
+    from sqlalchemy import create_engine, inspect
+
+    from lakecore.lock.sql import SqlCatalogLock
+
+    engine = create_engine(lock.url)
+    try:
+        if not inspect(engine).has_table(LOCK_TABLE):
+            return {"state": "no lock table yet", "database": lock.describe()}
+    finally:
+        engine.dispose()
+    sql_lock = SqlCatalogLock(lock.url)
+    try:
+        holder = sql_lock.holder(spec.database, spec.table)
+    finally:
+        sql_lock.close()
+    if holder is None:
+        return {"state": "free", "database": lock.describe()}
+    return {"state": "stale" if holder.stale else "held", "owner": holder.owner,
+            "since": holder.acquired_at.isoformat(timespec="seconds"),
+            "expires": holder.expires_at.isoformat(timespec="seconds"),
+            "database": lock.describe()}
+
+
+def last_task_run(dag_id: str, task_id: str) -> dict[str, Any] | None:
+    """The latest finished run of a task from the Airflow metadata DB (API server side)."""
+    try:
+        from airflow.models.taskinstance import TaskInstance
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        with create_session() as session:
+            ti = session.scalars(
+                select(TaskInstance)
+                .where(TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id,
+                       TaskInstance.end_date.is_not(None))
+                .order_by(TaskInstance.end_date.desc()).limit(1)
+            ).first()
+            if ti is None or ti.end_date is None:
+                return None
+            return {"dag_id": dag_id, "task_id": task_id, "run_id": ti.run_id,
+                    "state": str(ti.state), "end": ti.end_date.isoformat(timespec="seconds")}
+    except Exception:  # no metadata DB in this process (tests of the bare app)
+        log.debug("cannot read task history", exc_info=True)
+        return None
+
+
+def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
+                  lock: LockTarget | None) -> dict[str, Any]:
+    from lake_airflow.tables import compaction_preview, get_table
+    from lakecore.inspect import inspect_table
+    from lakecore.maintenance import list_tags
+
+    out: dict[str, Any] = {"name": spec.name, "description": spec.description,
+                           "slug": spec.slug}
+    table = get_table(catalog, spec.name)
+    if table is None:
+        out["exists"] = False
+        return out
+    r = inspect_table(table, max_snapshots=10)
+    snaps = [{**s, "time": _millis(s["time_millis"])} for s in r["snapshots"]]
+    last_compact = next((s for s in snaps if s["kind"] == "COMPACT"), None)
+    levels: dict[tuple[str, int], dict[int, int]] = {}
+    for f in r["files"]:
+        levels.setdefault((f["partition"], f["bucket"]), {})[f["level"]] = f["files"]
+    buckets = [{**b, "files_per_level": levels.get((b["partition"], b["bucket"]), {})}
+               for b in r["buckets"]]
+    amps = [b["size_amplification_percent"] for b in buckets
+            if b["size_amplification_percent"] is not None]
+    out.update(
+        exists=True,
+        path=scrub(r["path"]),
+        primary_keys=r["primary_keys"], partition_keys=r["partition_keys"], bucket=r["bucket"],
+        latest_snapshot=r["latest_snapshot"], earliest_snapshot=r["earliest_snapshot"],
+        snapshots=snaps,
+        buckets=buckets,
+        level0_backlog=r["level0_files_pending"],
+        max_size_amplification_percent=max(amps) if amps else None,
+        total_files=r["total_files"], total_rows_in_files=r["total_rows_in_files"],
+        total_bytes=r["total_bytes"],
+        last_compaction=last_compact,
+        last_compaction_task=last_task_run("lakecore_compaction", f"{spec.slug}.compact"),
+        last_expiry=last_task_run("lakecore_maintenance", f"{spec.slug}.expire_snapshots"),
+        compaction_preview=compaction_preview(table, None, full=False),
+        tags=[t.to_dict() for t in list_tags(table)],
+    )
+    if lock is not None:
+        try:
+            out["lock"] = lock_holder(lock, spec)
+        except Exception as e:  # an unreachable lock DB must not take the page down
+            out["lock"] = {"state": "unknown", "error": type(e).__name__,
+                           "database": lock.describe()}
+    return out
+
+
+def health_report(cfg: LakeConfig | None = None,
+                  lock_resolver: Callable[[str], LockTarget] = resolve_lock) -> dict[str, Any]:
+    from lake_airflow.tables import open_catalog
+
+    cfg = cfg or load_config()
+    try:
+        lock: LockTarget | None = lock_resolver(cfg.lock_conn_id)
+    except Exception:
+        log.warning("cannot resolve the catalog lock connection", exc_info=True)
+        lock = None
+    catalog = open_catalog(cfg)
+    tables = []
+    try:
+        for spec in cfg.tables:
+            try:
+                tables.append(_table_report(cfg, spec, catalog, lock))
+            except Exception as e:
+                log.exception("health of %s", spec.name)
+                tables.append({"name": spec.name, "slug": spec.slug, "exists": None,
+                               "error": f"{type(e).__name__}: {scrub(str(e))[:300]}"})
+    finally:
+        catalog.close()
+    return {"warehouse": scrub(cfg.warehouse), "generated": datetime.now(UTC).isoformat(
+        timespec="seconds"), "lock": lock.describe() if lock else "unresolved",
+        "tables": tables}

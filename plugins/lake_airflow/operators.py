@@ -1,0 +1,293 @@
+"""``SparkSubmitOperator``s that run lakecore's Spark jobs for one declared table.
+
+Each operator turns (table config, DAG run, Params) into a ``SparkSubmitSpec`` when its
+templates are rendered, so the UI's *Rendered Template* view shows the exact spark-submit
+arguments; the catalog lock's URL is added only to the spark-submit process environment when
+the job starts, never to a field Airflow stores or shows. The job's one JSON summary line is
+parsed from its output, logged and returned (XCom ``return_value``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from lake_airflow.config import CompactionStrategy, LakeConfig, TableSpec, load_config
+from lake_airflow.lock import LOCK_URI_ENV, resolve_lock
+from lake_airflow.submit import (
+    LAUNCHER,
+    MaintenanceStep,
+    RunInfo,
+    SparkSubmitSpec,
+    compact_spec,
+    default_py_files,
+    ingest_spec,
+    maintain_spec,
+)
+
+SUMMARY_PREFIX = '{"job"'
+
+
+@contextmanager
+def _secret_in_environment(name: str, value: str) -> Iterator[None]:
+    """``name=value`` in this process's environment while spark-submit starts from it.
+
+    spark-submit inherits it, and in client mode so does the Spark driver (the only process
+    that commits, so the only one that needs the lock). Nothing Airflow stores or shows (the
+    rendered fields, the command line it logs) contains it; the provider's ``env_vars`` would
+    put it on the command line as ``--conf`` on YARN and Kubernetes."""
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def skip(context: Mapping[str, Any], reason: str) -> AirflowSkipException:
+    """The exception to raise to skip a task; the reason is logged and kept as the XCom
+    ``skipped_reason`` (the UI and the demo show it)."""
+    logging.getLogger("lake_airflow").info("skipping: %s", reason)
+    context["ti"].xcom_push(key="skipped_reason", value=reason)
+    return AirflowSkipException(reason)
+
+
+def selected_tables(params: Mapping[str, Any], cfg: LakeConfig) -> list[str]:
+    """The ``tables`` Param (empty or absent: every declared table)."""
+    chosen = params.get("tables") or []
+    return list(chosen) or cfg.table_names
+
+
+def budget_deadline(context: Mapping[str, Any]) -> datetime | None:
+    """When the run's ``time_budget_minutes`` Param runs out, counted from when its
+    ``prepare`` task started (its return value carries the wall clock; a DAG run's own
+    start_date is its logical date under ``dag.test()``)."""
+    minutes = context["params"].get("time_budget_minutes")
+    if not minutes:
+        return None
+    prepared = context["ti"].xcom_pull(task_ids="prepare") or {}
+    started = prepared.get("started_at") if isinstance(prepared, dict) else None
+    start = datetime.fromisoformat(started) if started else context["dag_run"].start_date
+    if start is None:
+        return None
+    return start + timedelta(minutes=int(minutes))
+
+
+class LakeSparkSubmitOperator(SparkSubmitOperator):
+    """Base: ``table`` (templated) names a table of ``lakecore_tables.yaml``."""
+
+    template_fields = (*SparkSubmitOperator.template_fields, "table")
+    ui_color = "#cfe8ff"
+
+    def __init__(self, *, table: str, **kwargs: Any) -> None:
+        cfg = load_config()
+        kwargs.setdefault("conn_id", cfg.spark.conn_id)
+        kwargs.setdefault("name", "lakecore")
+        if cfg.spark.driver_memory:
+            kwargs.setdefault("driver_memory", cfg.spark.driver_memory)
+        if cfg.spark.executor_memory:
+            kwargs.setdefault("executor_memory", cfg.spark.executor_memory)
+        super().__init__(application=str(LAUNCHER), **kwargs)
+        self.table = table
+        self.lock_conn_id = cfg.lock_conn_id
+        self.summary: dict[str, Any] | None = None
+        self._deadline: float | None = None
+        self._over_budget = False
+        self._applied = False
+
+    # -- the plan ------------------------------------------------------------------------
+    def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
+                   table: TableSpec) -> SparkSubmitSpec:
+        raise NotImplementedError
+
+    def check_skip(self, context: Mapping[str, Any], cfg: LakeConfig) -> None:
+        """Raise AirflowSkipException (after logging why) when there is nothing to do."""
+        if self.table not in selected_tables(context["params"], cfg):
+            raise skip(context, f"{self.table} is not in this run's 'tables' Param")
+
+    def render_template_fields(self, context: Any, jinja_env: Any = None) -> None:
+        super().render_template_fields(context, jinja_env)
+        self._apply_spec(context)
+
+    def _apply_spec(self, context: Any) -> None:
+        """Put the plan into the provider's fields (at render time, so the UI shows it; a
+        mapped task is rendered by its MappedOperator, so execute() applies it then)."""
+        self._applied = True
+        cfg = load_config()
+        spec = self.build_spec(context, cfg, cfg.table(self.table))
+        self.application = spec.application
+        self.application_args = list(spec.application_args)
+        self.conf = {**dict(spec.conf), **dict(self.conf or {})}
+        self.py_files = self.py_files or spec.py_files or default_py_files()
+        self.name = spec.name
+        if spec.env_vars:
+            self.env_vars = {**dict(spec.env_vars), **dict(self.env_vars or {})}
+
+    # -- running -------------------------------------------------------------------------
+    def execute(self, context: Any) -> dict[str, Any] | None:  # type: ignore[override]
+        cfg = load_config()
+        self.check_skip(context, cfg)
+        if not self._applied:
+            self._apply_spec(context)
+        lock = resolve_lock(self.lock_conn_id)
+        self.log.info("lakecore job for %s; catalog lock in the %s", self.table, lock.describe())
+        timer = self._arm_budget()
+        try:
+            with _secret_in_environment(LOCK_URI_ENV, lock.url):
+                super().execute(context)
+        except Exception:
+            if self._over_budget:
+                raise skip(context, f"stopped {self.table}: the run's time budget ran out; "
+                           "the job was killed (an interrupted compaction leaves the table "
+                           "as it was)") from None
+            if self.summary:
+                self.log.error("job summary: %s", json.dumps(self.summary))
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        self.report(self.summary or {})
+        return self.summary
+
+    def report(self, summary: Mapping[str, Any]) -> None:
+        self.log.info("lakecore %s summary: %s", self.table, json.dumps(summary, default=str))
+
+    def _get_hook(self) -> SparkSubmitHook:
+        hook = super()._get_hook()
+        process = hook._process_spark_submit_log
+        hook._process_spark_submit_log = lambda itr: process(self._tap(itr))  # type: ignore[method-assign]
+        return hook
+
+    def _tap(self, lines: Iterator[str]) -> Iterator[str]:
+        for line in lines:
+            text = line.strip()
+            if text.startswith(SUMMARY_PREFIX):
+                try:
+                    self.summary = json.loads(text)
+                except ValueError:
+                    pass
+            yield line
+
+    def _arm_budget(self) -> threading.Timer | None:
+        if self._deadline is None:
+            return None
+        remaining = self._deadline - time.time()
+        timer = threading.Timer(max(0.0, remaining), self._budget_exhausted)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def _budget_exhausted(self) -> None:
+        self._over_budget = True
+        self.log.warning("time budget exhausted: stopping the Spark job of %s", self.table)
+        if self._hook is not None:
+            self._hook.on_kill()
+
+
+class LakeIngestOperator(LakeSparkSubmitOperator):
+    """Write-only ingest of one run's partition date.
+
+    ``partition_date`` (YYYY-MM-DD, templated/mappable) is the backfill DAG's explicit date;
+    without it the run's logical date is used, and a run of type *backfill* (Airflow's
+    built-in Backfill) atomically overwrites exactly that partition.
+    """
+
+    template_fields = (*LakeSparkSubmitOperator.template_fields, "partition_date")
+
+    def __init__(self, *, partition_date: str | None = None, overwrite: bool | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.partition_date = partition_date
+        self.overwrite = overwrite
+
+    def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
+                   table: TableSpec) -> SparkSubmitSpec:
+        run = RunInfo.from_context(context)
+        day = date.fromisoformat(str(self.partition_date)) if self.partition_date else run.day
+        overwrite = self.overwrite if self.overwrite is not None else run.is_backfill
+        if overwrite and not table.date_partition:
+            # no partition to replace: the sequence.field makes a replayed batch harmless
+            overwrite = False
+        return ingest_spec(cfg, table, run, day, overwrite=overwrite)
+
+    def report(self, summary: Mapping[str, Any]) -> None:
+        if summary.get("skipped"):
+            self.log.info("%s: (%s, %s) was already committed by an earlier attempt of this "
+                          "run; nothing was written", self.table, summary.get("commit_user"),
+                          summary.get("commit_identifier"))
+        else:
+            self.log.info("%s: %s rows -> snapshot(s) %s", self.table, summary.get("rows"),
+                          summary.get("snapshot_ids"))
+        super().report(summary)
+
+
+class LakeCompactOperator(LakeSparkSubmitOperator):
+    """Dedicated compaction of one table, shaped by the compaction DAG's Params."""
+
+    def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
+                   table: TableSpec) -> SparkSubmitSpec:
+        p = context["params"]
+        return compact_spec(cfg, table, strategy=CompactionStrategy(p.get("strategy",
+                                                                          "universal")),
+                            partitions=list(p.get("partitions") or []),
+                            parallelism=p.get("parallelism"),
+                            commit_user=RunInfo.from_context(context).commit_user())
+
+    def check_skip(self, context: Mapping[str, Any], cfg: LakeConfig) -> None:
+        super().check_skip(context, cfg)
+        deadline = budget_deadline(context)
+        if deadline is not None:
+            remaining = (deadline - datetime.now(deadline.tzinfo)).total_seconds()
+            if remaining <= 0:
+                raise skip(context, f"{self.table}: the run's time budget of "
+                           f"{context['params']['time_budget_minutes']} min is used up; "
+                           "left for the next run")
+            self._deadline = time.time() + remaining
+
+    def report(self, summary: Mapping[str, Any]) -> None:
+        if summary.get("skipped"):
+            self.log.info("%s: nothing compacted: %s", self.table, summary.get("skipped_reason"))
+        else:
+            self.log.info("%s: compacted %s bucket(s), %s -> %s files, snapshot(s) %s",
+                          self.table, summary.get("buckets"), summary.get("files_before"),
+                          summary.get("files"), summary.get("snapshot_ids"))
+        super().report(summary)
+
+
+class LakeMaintainOperator(LakeSparkSubmitOperator):
+    """One maintenance step (expire snapshots / partitions, remove orphans) of one table."""
+
+    template_fields = (*LakeSparkSubmitOperator.template_fields, "step")
+
+    def __init__(self, *, step: MaintenanceStep | str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.step = MaintenanceStep(step).value
+
+    def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
+                   table: TableSpec) -> SparkSubmitSpec:
+        p = context["params"]
+        return maintain_spec(cfg, table, MaintenanceStep(self.step),
+                             dry_run=bool(p.get("dry_run", cfg.maintenance.dry_run)),
+                             older_than=p.get("orphan_older_than") or
+                             cfg.maintenance.orphan_older_than)
+
+    def report(self, summary: Mapping[str, Any]) -> None:
+        for step in summary.get("steps", []):
+            shown = {k: v for k, v in step.items() if k not in ("plan", "paths")}
+            self.log.info("%s %s report: %s", self.table, step.get("operation"),
+                          json.dumps(shown, default=str))
+        super().report(summary)

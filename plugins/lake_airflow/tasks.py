@@ -1,0 +1,151 @@
+"""The Python tasks of the lakecore DAGs (the Spark work is in ``operators``).
+
+They run in the Airflow worker, import lakecore only when they run, and log what they found:
+``prepare`` (the lock table and the declared tables), ``plan`` (skip a compaction with
+nothing to do, and say why), ``plan_partitions`` and ``tag_before_backfill`` (the backfill).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException
+
+from lake_airflow.config import CompactionStrategy, LakeConfig, load_config
+from lake_airflow.lock import LOCK_TABLE, ensure_lock_table, resolve_lock
+from lake_airflow.operators import budget_deadline, selected_tables, skip
+from lake_airflow.submit import parse_partition
+from lake_airflow.tables import compaction_preview, ensure_table, get_table, open_catalog
+from lake_airflow.tables import tag_latest as _tag_latest
+
+log = logging.getLogger(__name__)
+
+
+def _tables_of_run(params: Any, cfg: LakeConfig) -> list[str]:
+    if params.get("table"):
+        return [params["table"]]
+    return selected_tables(params, cfg)
+
+
+@task(task_id="prepare")
+def prepare_lake(create_tables: bool = True) -> dict[str, Any]:
+    """Create the catalog lock table in the lock database, and the run's tables if missing."""
+    ctx = get_current_context()
+    started = datetime.now(UTC).isoformat()
+    cfg = load_config()
+    lock = resolve_lock(cfg.lock_conn_id)
+    ensure_lock_table(lock)
+    out: dict[str, Any] = {"lock": lock.describe(), "lock_table": LOCK_TABLE, "tables": {},
+                           "started_at": started}
+    if create_tables:
+        catalog = open_catalog(cfg, lock)
+        try:
+            for name in _tables_of_run(ctx["params"], cfg):
+                out["tables"][name] = ensure_table(catalog, cfg.table(name))
+        finally:
+            catalog.close()
+    log.info("prepared: %s", out)
+    return out
+
+
+@task(task_id="plan")
+def plan_compaction(table: str) -> dict[str, Any]:
+    """Skip (and log why) a table the run does not select, one the time budget no longer
+    fits, or one with no bucket that needs compaction; else return the plan's size."""
+    ctx = get_current_context()
+    cfg = load_config()
+    params = ctx["params"]
+    if table not in selected_tables(params, cfg):
+        raise skip(ctx, f"{table} is not in this run's 'tables' Param")
+    deadline = budget_deadline(ctx)
+    if deadline is not None and datetime.now(deadline.tzinfo) >= deadline:
+        raise skip(ctx, f"{table}: the run's time budget is used up")
+    spec = cfg.table(table)
+    try:
+        partitions = [parse_partition(p, spec.partition_keys)
+                      for p in params.get("partitions") or []]
+    except ValueError as e:
+        raise AirflowFailException(str(e)) from None
+    catalog = open_catalog(cfg)
+    try:
+        t = get_table(catalog, table)
+        if t is None:
+            raise skip(ctx, f"{table} does not exist yet: nothing to compact")
+        full = CompactionStrategy(params.get("strategy", "universal")) is CompactionStrategy.FULL
+        preview = compaction_preview(t, partitions, full)
+    finally:
+        catalog.close()
+    if not preview["buckets"]:
+        raise skip(ctx, f"nothing to compact in {table}: {preview['skipped_reason']}")
+    log.info("%s: %d bucket(s), %d file(s), %d bytes to compact at snapshot %s", table,
+             preview["buckets"], preview["files"], preview["bytes"], preview["snapshot_id"])
+    return preview
+
+
+def backfill_dates(start: str, end: str, max_days: int) -> list[str]:
+    """Every date from ``start`` to ``end`` inclusive; ValueError says what is wrong."""
+    try:
+        first, last = date.fromisoformat(start), date.fromisoformat(end)
+    except (TypeError, ValueError):
+        raise ValueError(f"start_date {start!r} and end_date {end!r} must be YYYY-MM-DD") from None
+    if last < first:
+        raise ValueError(f"end_date {end} is before start_date {start}")
+    days = (last - first).days + 1
+    if days > max_days:
+        raise ValueError(f"{days} partitions requested; at most {max_days} per backfill "
+                         "(airflow.backfill_max_days in the tables file)")
+    return [(first + timedelta(days=i)).isoformat() for i in range(days)]
+
+
+@task(task_id="plan_partitions")
+def plan_partitions() -> list[str]:
+    """Validate the backfill's Params; one partition date per mapped overwrite task."""
+    ctx = get_current_context()
+    cfg = load_config()
+    p = ctx["params"]
+    spec = cfg.table(p["table"])
+    if not spec.date_partition:
+        raise AirflowFailException(f"{spec.name} has no date_partition: it cannot be "
+                                   "backfilled by partition")
+    try:
+        dates = backfill_dates(p["start_date"], p["end_date"], cfg.backfill_max_days)
+    except ValueError as e:
+        raise AirflowFailException(str(e)) from None
+    missing = [d for d in dates if "://" not in (path := spec.source.path_for(
+        date.fromisoformat(d))) and not os.path.exists(path)]
+    if missing:
+        raise AirflowFailException(f"no source data for {spec.name} on {missing} "
+                                   f"({spec.source.path})")
+    log.info("backfilling %s: %d partition(s) %s", spec.name, len(dates), dates)
+    return dates
+
+
+def tag_name(run_id: str, start: str, end: str) -> str:
+    return "backfill-" + re.sub(r"[^A-Za-z0-9._-]+", "-", f"{start}_{end}_{run_id}").strip("-")
+
+
+@task(task_id="tag_before_backfill")
+def tag_before_backfill(partitions: list[str]) -> dict[str, Any] | None:
+    """Tag the table's latest snapshot so the whole backfill can be rolled back."""
+    ctx = get_current_context()
+    cfg = load_config()
+    p = ctx["params"]
+    name = tag_name(ctx["dag_run"].run_id, partitions[0], partitions[-1])
+    catalog = open_catalog(cfg)
+    try:
+        table = get_table(catalog, p["table"])
+        info = _tag_latest(table, name) if table is not None else None
+    finally:
+        catalog.close()
+    if info is None:
+        log.info("%s has no snapshot yet: nothing to tag before the backfill", p["table"])
+        return None
+    log.info("tagged snapshot %s of %s as %r; to undo the backfill: lakecore rollback "
+             "--warehouse %s --table %s --tag %s", info["snapshot_id"], p["table"], name,
+             cfg.warehouse, p["table"], name)
+    return info
