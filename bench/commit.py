@@ -389,7 +389,7 @@ def main() -> int:
         f"after {args.warmup} warm-up rounds; local warehouse.",
         f"idempotence check for a never-seen commit user (is_committed): "
         f"{idem['fresh']:.2f} ms on an empty table, {idem['history']:.1f} ms on the history "
-        "table (it reads every snapshot back to the earliest).",
+        "table (no commit-user marker: no snapshot is read; see lakecore/commit/commit_users.py).",
         "lock alone (acquire + release back to back, median of 200): " + ", ".join(
             f"{m} {v:.2f} ms" for m, v in lat["lock_alone_ms"].items()) + ".",
         "PostgreSQL rows skipped: no --pg-url / LAKECORE_TEST_PG_URL" if "postgresql"

@@ -115,7 +115,7 @@ class ManifestIO:
             max_bucket=max(buckets),
             min_level=min(levels),
             max_level=max(levels),
-            total_buckets=total_buckets if total_buckets and total_buckets > 0 else None,
+            total_buckets=total_buckets,
         )
 
     # -- manifest lists ------------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from lakecore.commit.commit_users import CommitUserIndex
 from lakecore.commit.conflicts import (
     check_bucket_counts,
     check_deletes_live,
@@ -59,9 +60,11 @@ class FileStoreCommit:
     ) -> None:
         self.table = table
         self.commit_user = commit_user
-        # a commit user made up just now (a batch builder's uuid) cannot have committed yet:
-        # the idempotence walk over the history is skipped for its first commit
+        # a commit user made up just now (a builder's uuid) cannot have committed before this
+        # object's first attempt: its lookups start there and it needs no marker
         self.fresh_user = fresh_user
+        self._first_base_id: int | None = None
+        self.users = CommitUserIndex(table.file_io, table.table_path)
         self.clock, self.sleep = clock, sleep
         self.sm = table.snapshot_manager
         self.mio = table.manifest_io()
@@ -74,9 +77,23 @@ class FileStoreCommit:
 
     # -- idempotence ---------------------------------------------------------------------
     def is_committed(self, identifier: int, since_id: int | None = None) -> bool:
-        """Whether a snapshot by (commit user, identifier) exists (newer than ``since_id``)."""
-        if self.fresh_user and since_id is None:
-            return False
+        """Whether a snapshot by (commit user, identifier) exists (newer than ``since_id``).
+
+        Without ``since_id`` the walk is bounded by where the user can have committed: for a
+        fresh user, this object's first attempt; for a named one, its commit-user marker
+        (``lakecore.commit.commit_users``). History older than that is never read."""
+        if since_id is None:
+            if self.fresh_user:
+                if self._first_base_id is None:
+                    return False
+                since_id = self._first_base_id
+            else:
+                marker = self.users.read(self.commit_user)
+                if marker is not None:
+                    since_id = marker.after_snapshot_id
+                elif self.users.enabled():
+                    return False  # never tried to publish
+                # else: a table without markers (older, or other engines'): walk it all
         for snap in self.sm.snapshots_backward():
             if since_id is not None and snap.id <= since_id:
                 return False
@@ -325,6 +342,12 @@ class FileStoreCommit:
                 changelog_record_count=rows(changelog, FileKind.ADD) if changelog else None,
                 properties=dict(properties) if properties else None,
             )
+            base_id = latest.id if latest else 0
+            if self.fresh_user:
+                if self._first_base_id is None:
+                    self._first_base_id = base_id
+            else:
+                self.users.ensure(self.commit_user, base_id)
             self._published = False
             created = self.table.run_with_lock(lambda: self._publish(latest, snapshot))
         except BaseException:

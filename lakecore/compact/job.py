@@ -171,7 +171,8 @@ def commit_compaction(table: FileStoreTable, messages: Sequence[CommitMessage],
     """One COMPACT snapshot. When it certainly did not land (a conflict, bad input, or every
     attempt lost the race) the written files are deleted; when the outcome is unknown (an I/O
     error mid-publish) they are kept, since the snapshot may reference them."""
-    commit = FileStoreCommit(table, commit_user or f"compact-{uuid.uuid4()}")
+    commit = FileStoreCommit(table, commit_user or f"compact-{uuid.uuid4()}",
+                             fresh_user=commit_user is None)
     commit.base_snapshot_id = base_snapshot_id
     try:
         return commit.commit(messages, identifier)

@@ -51,7 +51,8 @@ _PARSED_SCHEMA = fastavro.parse_schema(MANIFEST_FILE_META_SCHEMA)
 class ManifestFileMeta:
     """One manifest file: its size, how many entries it adds / deletes, and partition stats.
 
-    ``total_buckets`` is set only when every entry shares one positive bucket count.
+    ``total_buckets`` is set only when every entry shares one bucket count (-1 included: a
+    bucket-unaware table's); a pure append reads only manifests that may disagree with it.
     """
 
     file_name: str

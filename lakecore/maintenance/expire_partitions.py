@@ -195,7 +195,8 @@ def expire_partitions(
     drop = set(plan.expired_values)
     user = commit_user or f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
     try:
-        result = FileStoreCommit(table, user).overwrite([], partition_filter=drop.__contains__)
+        result = FileStoreCommit(table, user, fresh_user=commit_user is None).overwrite(
+            [], partition_filter=drop.__contains__)
     except BaseException:
         table.file_io.delete_quietly(record)
         raise

@@ -9,7 +9,8 @@ lists what would go (paths and sizes); pass ``dry_run=False`` (CLI: without ``--
 Where it looks (Paimon's ``OrphanFilesClean``): ``manifest/`` (not ``index-manifest-*``),
 the bucket directories of every partition, and stray files (temporary leftovers) in
 ``snapshot/`` and ``tag/``. Never touched: ``schema/``, snapshot and tag files and the hints,
-``index/``, ``statistics/``, ``changelog/``, ``consumer/``, ``_lakecore/``. Files are matched by
+``index/``, ``statistics/``, ``changelog/``, ``consumer/``, ``_lakecore/`` (except commit-user
+markers of users no snapshot or tag names any more). Files are matched by
 name, as Paimon does, so a file is kept if any snapshot or tag mentions it (ADD or DELETE).
 A manifest that exists but cannot be decoded aborts the run rather than count as empty.
 Tables with branches are refused (branches share files with the main branch).
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from lakecore.commit.commit_users import PREFIX, CommitUserIndex
 from lakecore.errors import CorruptFileError, MaintenanceError
 from lakecore.format.snapshot import Snapshot
 from lakecore.maintenance.refs import (
@@ -139,6 +141,23 @@ def used_files(table: FileStoreTable) -> tuple[set[str], set[str]]:
     return meta, data
 
 
+def _stale_commit_user_markers(table: FileStoreTable, cut: int) -> list[FileRef]:
+    """Markers (and their temporary leftovers) of commit users that no snapshot or tag
+    names any more, last written before the cut-off: such a user's commits are gone, so a
+    rerun would commit again anyway (see ``lakecore.commit.commit_users``)."""
+    index = CommitUserIndex(table.file_io, table.table_path)
+    statuses = [st for st in table.file_io.list_status(index.dir)
+                if not st.is_dir and st.mtime_millis is not None and st.mtime_millis < cut]
+    if not statuses:
+        return []
+    users = {s.commit_user if isinstance(s, Snapshot) else s.get("commitUser")
+             for s in _snapshot_like(table)}
+    markers = {path: m.commit_user for path, _, m in index.markers()}  # unreadable: kept
+    return [FileRef(st.path, st.size) for st in statuses
+            if not st.path.rsplit("/", 1)[-1].startswith(PREFIX)  # a torn temporary file
+            or (st.path in markers and markers[st.path] not in users)]
+
+
 def _bucket_dirs(table: FileStoreTable) -> list[str]:
     fio = table.file_io
     level = [table.table_path]
@@ -182,6 +201,7 @@ def plan_orphan_files(
     for st in fio.list_status(table.paths.tag_dir):
         if old(st) and not st.path.rsplit("/", 1)[-1].startswith(TAG_PREFIX):
             out.append(FileRef(st.path, st.size))
+    out += _stale_commit_user_markers(table, cut)
     out.sort(key=lambda f: f.path)
     return cut, out
 

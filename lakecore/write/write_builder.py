@@ -37,6 +37,15 @@ class BatchWriteBuilder:
         self.commit_user = commit_user or str(uuid.uuid4())
         self.static_partition: dict[str, Any] | None = None
         self.is_overwrite = False
+        self._committer: FileStoreCommit | None = None
+
+    def file_store_commit(self) -> FileStoreCommit:
+        """One committer per builder: its uuid user's lookups start at its first attempt,
+        which every BatchTableCommit of this builder must share."""
+        if self._committer is None:
+            self._committer = FileStoreCommit(self.table, self.commit_user,
+                                              fresh_user=self.fresh_user)
+        return self._committer
 
     def overwrite(self, static_partition: dict[str, Any] | None = None) -> BatchWriteBuilder:
         """Overwrite: a static partition spec replaces that partition; an empty spec replaces
@@ -69,8 +78,7 @@ class BatchTableCommit:
     def __init__(self, builder: BatchWriteBuilder) -> None:
         self.builder = builder
         self.table = builder.table
-        self._commit = FileStoreCommit(self.table, builder.commit_user,
-                                       fresh_user=builder.fresh_user)
+        self._commit = builder.file_store_commit()
         self.last_result: CommitResult | None = None
 
     def commit(self, messages: Sequence[CommitMessage]) -> CommitResult:
@@ -83,14 +91,11 @@ class BatchTableCommit:
             elif keys and self.table.options.dynamic_partition_overwrite:
                 touched = {tuple(m.partition) for m in messages}
                 pf = touched.__contains__  # type: ignore[assignment]
-        try:
-            if b.is_overwrite:
-                self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
-            else:
-                self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
-        finally:
-            # tried once (whatever the outcome): a recommit must look for the earlier snapshot
-            self._commit.fresh_user = False
+        # a recommit (after an unknown outcome) looks for the first attempt's snapshot
+        if b.is_overwrite:
+            self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
+        else:
+            self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
         run_after_commit(self.table, self.last_result)
         return self.last_result
 

@@ -88,9 +88,12 @@ def snapshot_files(table: FileStoreTable, snap: Snapshot) -> set[str]:
 
 
 def referenced_files(table: FileStoreTable) -> set[str]:
-    """Files the table needs: every snapshot's closure, schemas and the two hints."""
+    """Files the table needs: every snapshot's closure, schemas, the two hints and the
+    commit-user markers (lakecore.commit.commit_users)."""
     out = {s.path for s in table.file_io.list_status(table.paths.schema_dir)}
     out |= {table.paths.latest_hint, table.paths.earliest_hint}
+    out |= {s.path for s in table.file_io.list_status(
+        f"{table.table_path}/_lakecore/commit-users") if not s.is_dir}
     for snap in table.snapshot_manager.snapshots():
         out |= snapshot_files(table, snap)
     return out

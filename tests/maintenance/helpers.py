@@ -149,7 +149,8 @@ def full_compact(table: FileStoreTable, level: int = 5) -> tuple[int, ...]:
         compact.append(CommitMessage(m.partition, m.bucket, m.total_buckets,
                                      compact_before=before,
                                      compact_after=tuple(f.upgrade(level) for f in m.new_files)))
-    return FileStoreCommit(table, f"test-compactor-{uuid.uuid4()}").commit(compact).snapshot_ids
+    commit = FileStoreCommit(table, f"test-compactor-{uuid.uuid4()}", fresh_user=True)
+    return commit.commit(compact).snapshot_ids
 
 
 def upgrade_single_files(table: FileStoreTable, level: int = 5) -> tuple[int, ...]:
@@ -166,7 +167,8 @@ def upgrade_single_files(table: FileStoreTable, level: int = 5) -> tuple[int, ..
                                       table.bucket, compact_before=(f,),
                                       compact_after=(f.upgrade(level),)))
     assert msgs, "no bucket with a single level-0 file"
-    return FileStoreCommit(table, f"test-upgrader-{uuid.uuid4()}").commit(msgs).snapshot_ids
+    commit = FileStoreCommit(table, f"test-upgrader-{uuid.uuid4()}", fresh_user=True)
+    return commit.commit(msgs).snapshot_ids
 
 
 def data_files(table: FileStoreTable) -> set[str]:

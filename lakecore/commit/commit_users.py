@@ -1,0 +1,101 @@
+"""The commit-user index: makes the idempotence lookup independent of the table's history.
+
+"Is (commit user U, identifier I) already committed?" means finding a snapshot by U. Paimon
+answers it by walking snapshots backwards until it meets one by U; for a user that never
+committed (one commit user per Airflow run) that is every snapshot back to the earliest.
+
+Before U publishes a snapshot it makes sure a marker
+``<table>/_lakecore/commit-users/commit-user-<sha256(U)>`` exists whose ``afterSnapshotId`` is
+at most the id the snapshot is built on. Every snapshot by U therefore has an id greater than
+its marker's ``afterSnapshotId``, and:
+
+* no marker: U has never tried to publish; nothing to walk;
+* a marker: only snapshots after ``afterSnapshotId`` can be U's (the walk is bounded by the
+  commits since U's first attempt, not by the table's age).
+
+A rollback below ``afterSnapshotId`` is handled by U itself: its next publish lowers the
+marker first. Markers of users with no snapshot left are removed by ``remove_orphan_files``
+once older than its age cut-off. Tables without the directory (written before it existed, or
+only by other engines) fall back to the full walk. Paimon's readers ignore ``_lakecore/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+
+from lakecore.errors import CorruptFileError
+from lakecore.fileio import FileIO
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = "_lakecore"
+USERS_DIR = "commit-users"
+PREFIX = "commit-user-"
+
+
+@dataclass(frozen=True)
+class Marker:
+    commit_user: str
+    after_snapshot_id: int  # every snapshot by the user has a greater id
+
+
+class CommitUserIndex:
+    def __init__(self, file_io: FileIO, table_path: str) -> None:
+        self.file_io = file_io
+        self.dir = f"{table_path.rstrip('/')}/{STATE_DIR}/{USERS_DIR}"
+
+    def path(self, commit_user: str) -> str:
+        digest = hashlib.sha256(commit_user.encode("utf-8")).hexdigest()
+        return f"{self.dir}/{PREFIX}{digest}"
+
+    def enabled(self) -> bool:
+        """False for tables whose users were never indexed: lookups must walk everything."""
+        return self.file_io.exists(self.dir)
+
+    def read(self, commit_user: str) -> Marker | None:
+        path = self.path(commit_user)
+        try:
+            raw = self.file_io.read_bytes(path)
+        except CorruptFileError:  # read_bytes raises it only for a missing file
+            return None
+        try:
+            return parse(raw, path)
+        except CorruptFileError as e:
+            # cannot say since when: every snapshot may be the user's (a full walk), which is
+            # slow but never wrong; the marker stays as it is
+            log.warning("%s; the idempotence lookup walks the whole history", e)
+            return Marker(commit_user, 0)
+
+    def ensure(self, commit_user: str, base_snapshot_id: int) -> None:
+        """Called before publishing a snapshot built on ``base_snapshot_id`` (0: empty)."""
+        marker = self.read(commit_user)
+        if marker is not None and marker.after_snapshot_id <= base_snapshot_id:
+            return
+        body = {"commitUser": commit_user, "afterSnapshotId": base_snapshot_id}
+        self.file_io.overwrite_atomic(self.path(commit_user),
+                                      json.dumps(body).encode("utf-8"))
+
+    def markers(self) -> list[tuple[str, int, Marker]]:
+        """(path, mtime millis, marker) of every marker, for garbage collection."""
+        out = []
+        for st in self.file_io.list_status(self.dir):
+            name = st.path.rsplit("/", 1)[-1]
+            if st.is_dir or not name.startswith(PREFIX):
+                continue
+            try:
+                marker = parse(self.file_io.read_bytes(st.path), st.path)
+            except CorruptFileError:
+                continue  # gone meanwhile, or torn: keep it, it costs nothing
+            out.append((st.path, st.mtime_millis, marker))
+        return out
+
+
+def parse(raw: bytes, path: str) -> Marker:
+    try:
+        body = json.loads(raw)
+        return Marker(str(body["commitUser"]), int(body["afterSnapshotId"]))
+    except (ValueError, KeyError, TypeError) as e:
+        raise CorruptFileError(path, f"commit-user marker is corrupt: {e}") from e
