@@ -76,6 +76,7 @@ class AggregateFunction(StrEnum):
     rather than write a table Paimon cannot merge.
     """
 
+    PRIMARY_KEY = "primary_key"  # implicit for primary-key columns; never configured
     SUM = "sum"
     PRODUCT = "product"
     MIN = "min"
@@ -97,12 +98,14 @@ def parse_aggregate_function(text: str) -> AggregateFunction:
     """Exact, lower-case names as Paimon's factory identifiers are matched."""
     if text in _AGG_ALIASES:
         return _AGG_ALIASES[text]
+    if text == AggregateFunction.PRIMARY_KEY:
+        raise ValueError("'primary_key' is implicit for primary-key columns")
     try:
         return AggregateFunction(text)
     except ValueError:
         pass
     hint = " (Paimon has no 'count': sum a 0/1 column instead)" if text.lower() == "count" else ""
-    names = ", ".join(f.value for f in AggregateFunction)
+    names = ", ".join(f.value for f in AggregateFunction if f is not AggregateFunction.PRIMARY_KEY)
     raise ValueError(f"expected one of: {names}{hint}")
 
 

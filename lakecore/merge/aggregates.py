@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import MergeError
-from lakecore.merge.spec import RETRACTABLE, AggFunc
+from lakecore.merge.spec import RETRACTABLE, AggregateFunction
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,7 +100,7 @@ class RetractionError(Exception):
     """A -U/-D the aggregator cannot take: ``row`` is the first such record, ``reason`` says
     why. The merge function turns it into a MergeError that names the key."""
 
-    def __init__(self, func: AggFunc, row: int, reason: str) -> None:
+    def __init__(self, func: AggregateFunction, row: int, reason: str) -> None:
         super().__init__(func.value, row, reason)
         self.func = func
         self.row = row
@@ -113,7 +113,7 @@ def take_or_null(arr: pa.Array, idx: np.ndarray) -> pa.Array:
 
 
 def aggregate(
-    func: AggFunc,
+    func: AggregateFunction,
     arr: pa.Array,
     groups: Groups,
     active: np.ndarray,
@@ -138,35 +138,33 @@ def aggregate(
         row = int(np.flatnonzero(retracting)[0])
         raise RetractionError(func, row, "does not support retraction")
     valid = _valid(arr)
-    if func is AggFunc.PRODUCT and pa.types.is_integer(arr.type):
+    if func is AggregateFunction.PRODUCT and pa.types.is_integer(arr.type):
         zero = retracting & valid & (arr.fill_null(1).to_numpy(zero_copy_only=False) == 0)
         if zero.any():  # Java's integer division throws wherever the row falls
             raise RetractionError(func, int(np.flatnonzero(zero)[0]), "divides by zero")
-    if func is AggFunc.PRIMARY_KEY:  # agg and retract both take the input
+    if func is AggregateFunction.PRIMARY_KEY:  # agg and retract both take the input
         return take_or_null(arr, groups.last_index(active))
-    if func in (AggFunc.LAST_VALUE, AggFunc.LAST_NON_NULL_VALUE):
+    if func in (AggregateFunction.LAST_VALUE, AggregateFunction.LAST_NON_NULL_VALUE):
         # last_value: a retraction sets null; last_non_null_value: a non-null retraction sets
         # null, a null input (either kind) leaves the accumulator alone.
-        mask = active if func is AggFunc.LAST_VALUE else active & valid
+        mask = active if func is AggregateFunction.LAST_VALUE else active & valid
         idx = groups.last_index(mask)
         hit = idx >= 0
         idx[hit & retract[np.maximum(idx, 0)]] = -1
         return take_or_null(arr, idx)
-    if func is AggFunc.FIRST_VALUE:
+    if func is AggregateFunction.FIRST_VALUE:
         return take_or_null(arr, groups.first_index(active))
-    if func is AggFunc.FIRST_NON_NULL_VALUE:
+    if func is AggregateFunction.FIRST_NON_NULL_VALUE:
         return take_or_null(arr, groups.first_index(active & valid))
-    if func is AggFunc.SUM:
+    if func is AggregateFunction.SUM:
         return _sum(arr, groups, active & valid, retract)
-    if func is AggFunc.PRODUCT:
+    if func is AggregateFunction.PRODUCT:
         return _product(arr, groups, active & valid, retract)
-    if func is AggFunc.COUNT:
-        return _count(arr, groups, active, valid, retract)
-    if func in (AggFunc.MIN, AggFunc.MAX):
+    if func in (AggregateFunction.MIN, AggregateFunction.MAX):
         return _min_max(func, arr, groups, active & valid)
-    if func in (AggFunc.BOOL_AND, AggFunc.BOOL_OR):
+    if func in (AggregateFunction.BOOL_AND, AggregateFunction.BOOL_OR):
         return _bool(func, arr, groups, active & valid)
-    if func is AggFunc.LISTAGG:
+    if func is AggregateFunction.LISTAGG:
         return _listagg(arr, groups, active & valid, delimiter)
     raise MergeError(f"aggregate function {func.value!r} is not implemented")
 
@@ -177,7 +175,7 @@ def _valid(arr: pa.Array) -> np.ndarray:
     return arr.is_valid().to_numpy(zero_copy_only=False)
 
 
-def _numbers(arr: pa.Array, func: AggFunc) -> np.ndarray:
+def _numbers(arr: pa.Array, func: AggregateFunction) -> np.ndarray:
     t = arr.type
     if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
         raise MergeError(f"{func.value} needs a numeric column, got {t}")
@@ -196,7 +194,7 @@ def _sum(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) ->
     present = groups.count_where(use) > 0
     if pa.types.is_decimal(arr.type):
         return _decimal_sum(arr, groups, use, retract, present)
-    x = _numbers(arr, AggFunc.SUM)
+    x = _numbers(arr, AggregateFunction.SUM)
     signed = np.where(retract, -x, x)
     identity = -0.0 if x.dtype.kind == "f" else 0
     total = groups.reduce(np.add, np.where(use, signed, identity).astype(x.dtype, copy=False))
@@ -223,7 +221,7 @@ def _product(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray
     and integer division truncates toward zero, like Java."""
     if pa.types.is_decimal(arr.type):
         raise MergeError("product on DECIMAL columns is not supported")
-    x = _numbers(arr, AggFunc.PRODUCT)
+    x = _numbers(arr, AggregateFunction.PRODUCT)
     present = groups.count_where(use) > 0
     one = np.ones(1, dtype=x.dtype)[0]
     out = groups.reduce(np.multiply, np.where(use, x, one).astype(x.dtype, copy=False))
@@ -278,25 +276,7 @@ def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (q + fix).astype(a.dtype)
 
 
-def _count(
-    arr: pa.Array, groups: Groups, active: np.ndarray, valid: np.ndarray, retract: np.ndarray
-) -> pa.Array:
-    """FieldCountAgg: the first record of the fold makes the count 1 (even a null one), then
-    each non-null +I/+U adds 1 and each non-null -U/-D subtracts 1."""
-    t = arr.type
-    if not (pa.types.is_int32(t) or pa.types.is_int64(t)):
-        raise MergeError(f"count needs an INT or BIGINT column, got {t}")
-    first = groups.first_index(active)
-    present = first >= 0
-    rows = np.arange(groups.n)
-    later = active & valid & (rows != first[groups.gid])
-    step = np.where(retract, -1, 1) * later
-    dtype = np.int32 if pa.types.is_int32(t) else np.int64
-    counts = (1 + groups.reduce(np.add, step.astype(np.int64))).astype(dtype)
-    return _from_numpy(counts, present, t)
-
-
-def _min_max(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.Array:
+def _min_max(func: AggregateFunction, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.Array:
     """Nulls are skipped. Doubles follow Java's ``Double.compare``: NaN is the largest."""
     t = arr.type
     present = groups.count_where(use) > 0
@@ -304,18 +284,18 @@ def _min_max(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> p
     if view is not None or pa.types.is_floating(t):
         x = view if view is not None else arr.fill_null(0).to_numpy(zero_copy_only=False)
         if x.dtype.kind == "f":
-            if func is AggFunc.MAX:  # np.maximum propagates NaN: NaN wins, as in Java
+            if func is AggregateFunction.MAX:  # np.maximum propagates NaN: NaN wins, as in Java
                 res = groups.reduce(np.maximum, np.where(use, x, -np.inf).astype(x.dtype))
             else:  # np.fmin skips NaN unless the group has nothing else
                 res = groups.reduce(np.fmin, np.where(use, x, np.nan).astype(x.dtype))
         else:
             info = np.iinfo(x.dtype)
-            fill = info.min if func is AggFunc.MAX else info.max
-            ufunc = np.maximum if func is AggFunc.MAX else np.minimum
+            fill = info.min if func is AggregateFunction.MAX else info.max
+            ufunc = np.maximum if func is AggregateFunction.MAX else np.minimum
             res = groups.reduce(ufunc, np.where(use, x, fill).astype(x.dtype, copy=False))
         out = _from_numpy(res, present, pa.from_numpy_dtype(res.dtype))
         return out if out.type == t else out.view(t)
-    return _hash_agg(arr, groups, use, "max" if func is AggFunc.MAX else "min")
+    return _hash_agg(arr, groups, use, "max" if func is AggregateFunction.MAX else "min")
 
 
 def _int_view(arr: pa.Array) -> np.ndarray | None:
@@ -328,12 +308,12 @@ def _int_view(arr: pa.Array) -> np.ndarray | None:
     return None
 
 
-def _bool(func: AggFunc, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.Array:
+def _bool(func: AggregateFunction, arr: pa.Array, groups: Groups, use: np.ndarray) -> pa.Array:
     if not pa.types.is_boolean(arr.type):
         raise MergeError(f"{func.value} needs a BOOLEAN column, got {arr.type}")
     x = arr.fill_null(False).to_numpy(zero_copy_only=False)
     present = groups.count_where(use) > 0
-    if func is AggFunc.BOOL_AND:
+    if func is AggregateFunction.BOOL_AND:
         res = groups.reduce(np.logical_and, np.where(use, x, True))
     else:
         res = groups.reduce(np.logical_or, np.where(use, x, False))

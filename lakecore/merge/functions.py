@@ -36,7 +36,7 @@ from lakecore.merge.spec import (
     SEQUENCE_NUMBER,
     SYSTEM_COLUMNS,
     VALUE_KIND,
-    AggFunc,
+    AggregateFunction,
     MergeEngine,
     MergeSpec,
     RowKind,
@@ -121,7 +121,8 @@ def _partial_update(
     active = live & ~retract  # -U is ignored under remove-record-on-delete
     no_retract = np.zeros(groups.n, dtype=bool)
     merged = {
-        col: aggregate(AggFunc.LAST_NON_NULL_VALUE, _arr(table, col), groups, active, no_retract)
+        col: aggregate(AggregateFunction.LAST_NON_NULL_VALUE, _arr(table, col), groups, active,
+                       no_retract)
         for col in _value_columns(table)
     }
     has_add = groups.count_where(active) > 0

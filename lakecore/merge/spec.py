@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum, StrEnum
+from enum import Enum, IntEnum
 from types import MappingProxyType
 
 from lakecore.errors import OptionError
+from lakecore.options_registry import AggregateFunction, parse_aggregate_function
 
 KEY_PREFIX = "_KEY_"
 SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
@@ -49,41 +50,15 @@ class MergeEngine(Enum):
     FIRST_ROW = "first-row"
 
 
-class AggFunc(StrEnum):
-    """Field aggregators of the aggregation engine (``fields.<f>.aggregate-function``).
-
-    ``PRIMARY_KEY`` is never configured: Paimon gives it to every primary-key column so that
-    keys are carried through, never aggregated.
-    """
-
-    PRIMARY_KEY = "primary_key"
-    SUM = "sum"
-    PRODUCT = "product"
-    MIN = "min"
-    MAX = "max"
-    COUNT = "count"
-    FIRST_VALUE = "first_value"
-    FIRST_NON_NULL_VALUE = "first_non_null_value"
-    LAST_VALUE = "last_value"
-    LAST_NON_NULL_VALUE = "last_non_null_value"
-    BOOL_AND = "bool_and"
-    BOOL_OR = "bool_or"
-    LISTAGG = "listagg"
-
-
-# Paimon's legacy spelling, still accepted by its factory.
-_AGG_ALIASES = {"first_not_null_value": AggFunc.FIRST_NON_NULL_VALUE}
-
 # Aggregators whose Paimon class overrides ``retract``; the rest throw on -U/-D unless
 # ``fields.<f>.ignore-retract`` wraps them in FieldIgnoreRetractAgg.
 RETRACTABLE = frozenset(
     {
-        AggFunc.PRIMARY_KEY,
-        AggFunc.SUM,
-        AggFunc.PRODUCT,
-        AggFunc.COUNT,
-        AggFunc.LAST_VALUE,
-        AggFunc.LAST_NON_NULL_VALUE,
+        AggregateFunction.PRIMARY_KEY,
+        AggregateFunction.SUM,
+        AggregateFunction.PRODUCT,
+        AggregateFunction.LAST_VALUE,
+        AggregateFunction.LAST_NON_NULL_VALUE,
     }
 )
 
@@ -96,18 +71,12 @@ _IGNORE_DELETE_KEYS = (
 )
 
 
-def parse_agg_func(name: str, key: str) -> AggFunc:
+def parse_agg_func(name: str, key: str) -> AggregateFunction:
     """An aggregate function by its option spelling; ``key`` names the option on error."""
-    text = name.strip().lower()
-    if text in _AGG_ALIASES:
-        return _AGG_ALIASES[text]
     try:
-        func = AggFunc(text)
-    except ValueError:
-        raise OptionError(key, f"unsupported aggregate function {name!r}") from None
-    if func is AggFunc.PRIMARY_KEY:
-        raise OptionError(key, "'primary_key' is implicit for primary-key columns")
-    return func
+        return parse_aggregate_function(name.strip().lower())
+    except ValueError as e:
+        raise OptionError(key, f"unsupported aggregate function {name!r}: {e}") from None
 
 
 @dataclass(frozen=True)
@@ -128,8 +97,8 @@ class MergeSpec:
     sequence_fields: tuple[str, ...] = ()
     ignore_delete: bool = False
     remove_record_on_delete: bool = False
-    aggregate_functions: Mapping[str, AggFunc] = field(default_factory=dict, hash=False)
-    default_aggregate_function: AggFunc | None = None
+    aggregate_functions: Mapping[str, AggregateFunction] = field(default_factory=dict, hash=False)
+    default_aggregate_function: AggregateFunction | None = None
     ignore_retract: frozenset[str] = frozenset()
     listagg_delimiters: Mapping[str, str] = field(default_factory=dict, hash=False)
 
@@ -141,13 +110,13 @@ class MergeSpec:
         set_(self, "sequence_fields", tuple(self.sequence_fields))
         set_(self, "ignore_retract", frozenset(self.ignore_retract))
         funcs = {
-            col: f if isinstance(f, AggFunc) else parse_agg_func(f, _agg_key(col))
+            col: f if isinstance(f, AggregateFunction) else parse_agg_func(f, _agg_key(col))
             for col, f in self.aggregate_functions.items()
         }
         set_(self, "aggregate_functions", MappingProxyType(funcs))
         set_(self, "listagg_delimiters", MappingProxyType(dict(self.listagg_delimiters)))
         default = self.default_aggregate_function
-        if default is not None and not isinstance(default, AggFunc):
+        if default is not None and not isinstance(default, AggregateFunction):
             set_(self, "default_aggregate_function",
                  parse_agg_func(default, "fields.default-aggregate-function"))
         self._validate()
@@ -178,24 +147,24 @@ class MergeSpec:
                 if col in self.primary_keys or col in self.sequence_fields:
                     continue
                 func = self.aggregate_functions.get(col, self.default_aggregate_function)
-                if func not in (None, AggFunc.LAST_NON_NULL_VALUE):
+                if func not in (None, AggregateFunction.LAST_NON_NULL_VALUE):
                     raise OptionError(
                         _agg_key(col),
                         "partial-update needs a sequence group for aggregation functions "
                         f"(field {col!r}); sequence groups are not supported",
                     )
 
-    def aggregate_function(self, column: str) -> AggFunc:
+    def aggregate_function(self, column: str) -> AggregateFunction:
         """Paimon's ``getAggFuncName`` order: sequence fields are ``last_value`` (they order
         records, they are not aggregated), primary-key columns are carried through, then the
         field's own function, then ``fields.default-aggregate-function``, then
         ``last_non_null_value``."""
         if column in self.sequence_fields:
-            return AggFunc.LAST_VALUE
+            return AggregateFunction.LAST_VALUE
         if column in self.primary_keys:
-            return AggFunc.PRIMARY_KEY
+            return AggregateFunction.PRIMARY_KEY
         func = self.aggregate_functions.get(column, self.default_aggregate_function)
-        return func if func is not None else AggFunc.LAST_NON_NULL_VALUE
+        return func if func is not None else AggregateFunction.LAST_NON_NULL_VALUE
 
     def listagg_delimiter(self, column: str) -> str:
         return self.listagg_delimiters.get(column, DEFAULT_LISTAGG_DELIMITER)
@@ -228,7 +197,7 @@ class MergeSpec:
             MergeEngine.PARTIAL_UPDATE: "partial-update.remove-record-on-delete",
             MergeEngine.AGGREGATE: "aggregation.remove-record-on-delete",
         }.get(engine)
-        funcs: dict[str, AggFunc] = {}
+        funcs: dict[str, AggregateFunction] = {}
         ignore_retract: set[str] = set()
         delimiters: dict[str, str] = {}
         for col in value_columns:

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import MergeError
-from lakecore.merge import SEQUENCE_NUMBER, VALUE_KIND, AggFunc, MergeEngine, MergeSpec
+from lakecore.merge import SEQUENCE_NUMBER, VALUE_KIND, AggregateFunction, MergeEngine, MergeSpec
 
 Row = dict[str, Any]
 RETRACT_KINDS = (1, 3)
@@ -116,62 +116,58 @@ def _aggregate(group: list[Row], spec: MergeSpec, types: dict[str, pa.DataType])
 class Agg:
     """One Paimon FieldAggregator with its accumulator."""
 
-    def __init__(self, func: AggFunc, type_: pa.DataType, delimiter: str) -> None:
+    def __init__(self, func: AggregateFunction, type_: pa.DataType, delimiter: str) -> None:
         self.func, self.type, self.delimiter = func, type_, delimiter
         self.acc: Any = None
         self.initialized = False
 
     def agg(self, v: Any) -> None:
         f, a = self.func, self.acc
-        if f in (AggFunc.PRIMARY_KEY, AggFunc.LAST_VALUE):
+        if f in (AggregateFunction.PRIMARY_KEY, AggregateFunction.LAST_VALUE):
             self.acc = v
-        elif f is AggFunc.LAST_NON_NULL_VALUE:
+        elif f is AggregateFunction.LAST_NON_NULL_VALUE:
             self.acc = a if v is None else v
-        elif f is AggFunc.FIRST_VALUE:
+        elif f is AggregateFunction.FIRST_VALUE:
             if not self.initialized:
                 self.initialized, self.acc = True, v
-        elif f is AggFunc.FIRST_NON_NULL_VALUE:
+        elif f is AggregateFunction.FIRST_NON_NULL_VALUE:
             if not self.initialized and v is not None:
                 self.initialized, self.acc = True, v
-        elif f is AggFunc.COUNT:
-            self.acc = 1 if a is None else (a if v is None else self._wrap(a + 1))
         elif v is None or a is None:
             self.acc = v if a is None else a
-        elif f is AggFunc.SUM:
+        elif f is AggregateFunction.SUM:
             self.acc = self._wrap(a + v)
-        elif f is AggFunc.PRODUCT:
+        elif f is AggregateFunction.PRODUCT:
             self.acc = self._wrap(a * v)
-        elif f is AggFunc.MAX:
+        elif f is AggregateFunction.MAX:
             self.acc = v if _java_less(a, v) else a
-        elif f is AggFunc.MIN:
+        elif f is AggregateFunction.MIN:
             self.acc = a if _java_less(a, v) else v
-        elif f is AggFunc.BOOL_AND:
+        elif f is AggregateFunction.BOOL_AND:
             self.acc = a and v
-        elif f is AggFunc.BOOL_OR:
+        elif f is AggregateFunction.BOOL_OR:
             self.acc = a or v
-        elif f is AggFunc.LISTAGG:
+        elif f is AggregateFunction.LISTAGG:
             self.acc = a + self.delimiter + v
         else:
             raise AssertionError(f)
 
     def retract(self, v: Any) -> None:
         f, a = self.func, self.acc
-        if f is AggFunc.PRIMARY_KEY:
+        if f is AggregateFunction.PRIMARY_KEY:
             self.acc = v
-        elif f is AggFunc.LAST_VALUE:
+        elif f is AggregateFunction.LAST_VALUE:
             self.acc = None
-        elif f is AggFunc.LAST_NON_NULL_VALUE:
+        elif f is AggregateFunction.LAST_NON_NULL_VALUE:
             self.acc = None if v is not None else a
-        elif f is AggFunc.SUM:
+        elif f is AggregateFunction.SUM:
             if a is None:
                 self.acc = None if v is None else self._wrap(-v)
             elif v is not None:
                 self.acc = self._wrap(a - v)
-        elif f is AggFunc.PRODUCT:
+        elif f is AggregateFunction.PRODUCT:
             if v is not None:
                 self.acc = self._div(1 if a is None else a, v)
-        elif f is AggFunc.COUNT:
-            self.acc = 1 if a is None else (a if v is None else self._wrap(a - 1))
         else:
             raise MergeError(f"Aggregate function '{f.value}' does not support retraction")
 

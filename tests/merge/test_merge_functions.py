@@ -199,9 +199,6 @@ def test_remove_record_on_delete_returns_the_delete():
         (pa.int64(), "product", [("-U", 5), ("+I", None)], 0),
         (pa.float64(), "product", [("-U", 5.0), ("+I", None)], 0.2),
         (I32, "product", [("+I", -7), ("-D", 2)], -3),  # Java truncates toward zero
-        # FieldCountAgg: the first record counts 1, then +1 / -1 per non-null value
-        (I32, "count", [("+I", None), ("+I", 5), ("+I", None), ("+U", 9)], 3),
-        (pa.int64(), "count", [("+I", 5), ("+I", 6), ("-U", 5)], 1),
         # FieldAggregatorRetractNullTest.testLastValueAgg / testLastNonNullValueAgg
         (I32, "last_value", [("+I", 1), ("-U", 1)], None),
         (I32, "last_non_null_value", [("+I", 1), ("-U", 1)], None),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lakecore.errors import OptionError
-from lakecore.merge import AggFunc, MergeEngine, MergeSpec, RowKind
+from lakecore.merge import AggregateFunction, MergeEngine, MergeSpec, RowKind
 
 COLS = dict(key_columns=("_KEY_id",), value_columns=("dt", "id", "a", "b", "s", "ts"),
             primary_keys=("dt", "id"))
@@ -36,18 +36,18 @@ def test_aggregation_options():
     assert spec.sequence_fields == ("ts", "b")
     assert spec.remove_record_on_delete and spec.ignore_retract == {"a"}
     # AggregateMergeFunction.getAggFuncName: sequence field, primary key, field, default
-    assert spec.aggregate_function("ts") is AggFunc.LAST_VALUE
-    assert spec.aggregate_function("b") is AggFunc.LAST_VALUE
-    assert spec.aggregate_function("id") is AggFunc.PRIMARY_KEY
-    assert spec.aggregate_function("dt") is AggFunc.PRIMARY_KEY
-    assert spec.aggregate_function("a") is AggFunc.SUM
-    assert spec.aggregate_function("s") is AggFunc.LISTAGG
+    assert spec.aggregate_function("ts") is AggregateFunction.LAST_VALUE
+    assert spec.aggregate_function("b") is AggregateFunction.LAST_VALUE
+    assert spec.aggregate_function("id") is AggregateFunction.PRIMARY_KEY
+    assert spec.aggregate_function("dt") is AggregateFunction.PRIMARY_KEY
+    assert spec.aggregate_function("a") is AggregateFunction.SUM
+    assert spec.aggregate_function("s") is AggregateFunction.LISTAGG
     assert spec.listagg_delimiter("s") == "|" and spec.listagg_delimiter("a") == ","
 
 
 def test_aggregation_default_function_is_last_non_null_value():
     spec = MergeSpec.from_options({"merge-engine": "aggregation"}, **COLS)
-    assert spec.aggregate_function("a") is AggFunc.LAST_NON_NULL_VALUE
+    assert spec.aggregate_function("a") is AggregateFunction.LAST_NON_NULL_VALUE
 
 
 @pytest.mark.parametrize("key", ["ignore-delete", "first-row.ignore-delete",
@@ -98,6 +98,6 @@ def test_spec_is_frozen_and_hashable():
     with pytest.raises(AttributeError):
         spec.engine = MergeEngine.FIRST_ROW  # type: ignore[misc]
     with pytest.raises(TypeError):
-        spec.aggregate_functions["a"] = AggFunc.MAX  # type: ignore[index]
+        spec.aggregate_functions["a"] = AggregateFunction.MAX  # type: ignore[index]
     assert hash(spec) == hash(MergeSpec.from_options(
         {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"}, **COLS))
