@@ -284,6 +284,11 @@ class FileStoreCommit:
             suspects = [m for m in prev_base + prev_delta
                         if m.total_buckets is None or {m.total_buckets} != ours]
             live = merge_entries(mio.read_entries(suspects))
+            # never build on damaged metadata: the latest snapshot's own changes are decoded
+            # (a CorruptFileError names the file). Its base was decoded by the committer that
+            # built on it, and so on back, so every manifest is read once before it is inherited.
+            read = {m.file_name for m in suspects}
+            mio.read_entries([m for m in prev_delta if m.file_name not in read])
         elif latest is not None:
             base_entries = mio.read_entries(prev_base + prev_delta)
             live = merge_entries(base_entries)

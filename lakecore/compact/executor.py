@@ -17,6 +17,7 @@ from lakecore.compact.universal import CompactStrategy, create_compact_strategy,
 from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.kv_specs import file_writer_spec
 from lakecore.read.data_file_reader import iter_data_file
+from lakecore.testing.faults import CrashStep, maybe_crash
 from lakecore.write.data_file_writer import RollingFileWriter
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class BucketCompactor:
                     step.output_level, step.drop_delete,
                 )
                 written.extend(new)
+                maybe_crash(CrashStep.COMPACT_AFTER_REWRITE)
                 before.extend(step.files)
                 after.extend(new)
         except BaseException:

@@ -28,6 +28,7 @@ from lakecore.errors import CommitConflictError, CommitTimeoutError, LakecoreVal
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
 from lakecore.manifest_io import merge_entries
+from lakecore.testing.faults import CrashStep, maybe_crash
 from lakecore.write.commit_message import CommitMessage
 
 if TYPE_CHECKING:
@@ -171,6 +172,7 @@ def commit_compaction(table: FileStoreTable, messages: Sequence[CommitMessage],
     """One COMPACT snapshot. When it certainly did not land (a conflict, bad input, or every
     attempt lost the race) the written files are deleted; when the outcome is unknown (an I/O
     error mid-publish) they are kept, since the snapshot may reference them."""
+    maybe_crash(CrashStep.COMPACT_BEFORE_COMMIT)
     commit = FileStoreCommit(table, commit_user or f"compact-{uuid.uuid4()}",
                              fresh_user=commit_user is None)
     commit.base_snapshot_id = base_snapshot_id

@@ -12,7 +12,8 @@ with ``to_dict()`` for ``--json``. Decisions written down here:
 * **Clock**: every call takes ``now`` (a datetime; naive = local wall-clock, as Paimon), so
   retention and expiry are deterministic in tests.
 * **Crash safety**: deletions are quiet and ordered so that a rerun finishes the work; the
-  step names in ``refs.crash_point`` are where the crash tests kill the process.
+  ``maybe_crash(CrashStep.*)`` calls (``lakecore.testing.faults``) are where the crash tests
+  kill the process.
 * **State lakecore keeps beside Paimon's files** lives under ``<table>/_lakecore/``
   (expired-partition records and the partition-expiry last-check time); see
   ``expire_partitions``.

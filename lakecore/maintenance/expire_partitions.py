@@ -41,6 +41,7 @@ from lakecore.maintenance.partition_time import (
 from lakecore.maintenance.refs import live_entries, state_dir, to_epoch_millis, to_local_naive
 from lakecore.options import PartitionExpirationStrategy
 from lakecore.paths import partition_value_string
+from lakecore.testing.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -192,6 +193,7 @@ def expire_partitions(
     from lakecore.commit.file_store_commit import FileStoreCommit
 
     record = _write_record(table, plan, now)
+    maybe_crash(CrashStep.PARTITION_EXPIRE_AFTER_RECORD)
     drop = set(plan.expired_values)
     user = commit_user or f"{COMMIT_USER_PREFIX}{uuid.uuid4()}"
     try:

@@ -35,7 +35,6 @@ from lakecore.maintenance.refs import (
     FileRef,
     added_entries,
     consumer_min_next_snapshot,
-    crash_point,
     delete_files,
     entries_or_none,
     file_key,
@@ -50,6 +49,7 @@ from lakecore.maintenance.refs import (
     to_epoch_millis,
 )
 from lakecore.maintenance.retention import ExpireConfig, expire_end
+from lakecore.testing.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
     from lakecore.table import FileStoreTable
@@ -291,28 +291,27 @@ def _plan_manifests(
 def execute_expire_plan(table: FileStoreTable, plan: ExpirePlan) -> ExpireReport:
     """Delete what ``plan`` names, in Paimon's order. Idempotent."""
     details: dict[str, int] = {}
-    n_data, b_data = delete_files(table, plan.data_files, "mid-data-files")
+    n_data, b_data = delete_files(table, plan.data_files, CrashStep.EXPIRE_MID_DATA_FILES)
     details["data_files"] = n_data
-    crash_point("after-data-files")
-    n_log, b_log = delete_files(table, plan.changelog_files, "mid-changelog-files")
+    maybe_crash(CrashStep.EXPIRE_AFTER_DATA_FILES)
+    n_log, b_log = delete_files(table, plan.changelog_files, CrashStep.EXPIRE_MID_CHANGELOG_FILES)
     details["changelog_files"] = n_log
-    crash_point("after-changelog-files")
+    maybe_crash(CrashStep.EXPIRE_AFTER_CHANGELOG_FILES)
     if table.options.snapshot_clean_empty_directories:
         remove_empty_dirs(table, (f.path.rsplit("/", 1)[0]
                                   for f in plan.data_files + plan.changelog_files))
     # manifests before the lists naming them: after a crash here a rerun still finds them
-    n_man, b_man = delete_files(table, plan.manifests, "mid-manifests")
+    n_man, b_man = delete_files(table, plan.manifests, CrashStep.EXPIRE_MID_MANIFESTS)
     details["manifests"] = n_man
-    crash_point("after-manifests")
-    n_list, b_list = delete_files(table, plan.manifest_lists, "mid-manifest-lists")
+    maybe_crash(CrashStep.EXPIRE_AFTER_MANIFESTS)
+    n_list, b_list = delete_files(table, plan.manifest_lists, CrashStep.EXPIRE_MID_MANIFEST_LISTS)
     details["manifest_lists"] = n_list
-    crash_point("after-manifest-lists")
+    maybe_crash(CrashStep.EXPIRE_AFTER_MANIFEST_LISTS)
     removed = 0
-    for i, sid in enumerate(plan.snapshot_ids):  # oldest first: the rest stays a suffix
+    for sid in plan.snapshot_ids:  # oldest first: the rest stays a suffix
         removed += table.file_io.delete_quietly(table.paths.snapshot_path(sid))
-        if i == 0:
-            crash_point("mid-snapshots")
-    crash_point("after-snapshots")
+        maybe_crash(CrashStep.EXPIRE_MID_SNAPSHOTS)
+    maybe_crash(CrashStep.EXPIRE_AFTER_SNAPSHOTS)
     if plan.write_earliest_hint is not None:
         _commit_earliest_hint(table, plan.write_earliest_hint)
     log.info("expired %d snapshot(s) of %s, %d file(s)", removed, table.identifier,

@@ -37,6 +37,7 @@ from lakecore.maintenance.refs import (
     to_epoch_millis,
 )
 from lakecore.paths import BUCKET_PREFIX
+from lakecore.testing.faults import CrashStep
 
 if TYPE_CHECKING:
     from lakecore.table import FileStoreTable
@@ -114,13 +115,17 @@ def used_files(table: FileStoreTable) -> tuple[set[str], set[str]]:
     mio, fio = table.manifest_io(), table.file_io
     meta: set[str] = set()
     data: set[str] = set()
+    latest = table.snapshot_manager.latest_id()
     for s in _snapshot_like(table):
+        # expiry deletes manifests before their snapshot file but never the latest snapshot's:
+        # one of those missing is damage, and its files must not be taken for orphans
+        must_exist = isinstance(s, Snapshot) and s.id == latest
         for list_name in _lists_of(s):
             meta.add(list_name)
             try:
                 metas = mio.read_manifest_list(list_name)
             except CorruptFileError:
-                if fio.exists(table.paths.manifest_path(list_name)):
+                if must_exist or fio.exists(table.paths.manifest_path(list_name)):
                     raise
                 continue  # its snapshot is being expired right now
             for m in metas:
@@ -130,7 +135,7 @@ def used_files(table: FileStoreTable) -> tuple[set[str], set[str]]:
                 try:
                     entries = mio.read_manifest(m.file_name)
                 except CorruptFileError:
-                    if fio.exists(table.paths.manifest_path(m.file_name)):
+                    if must_exist or fio.exists(table.paths.manifest_path(m.file_name)):
                         raise
                     continue
                 for e in entries:
@@ -217,5 +222,5 @@ def remove_orphan_files(
     cut, files = plan_orphan_files(table, older_than=older_than, now=now)
     if dry_run:
         return OrphanReport(True, cut, tuple(files), len(files), sum(f.size for f in files))
-    n, size = delete_files(table, files)
+    n, size = delete_files(table, files, CrashStep.ORPHAN_MID_DELETE)
     return OrphanReport(False, cut, tuple(files), n, size)

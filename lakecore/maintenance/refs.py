@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import Snapshot
 from lakecore.manifest_io import ManifestIO, merge_entries
+from lakecore.testing.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
     from lakecore.table import FileStoreTable
@@ -29,15 +29,8 @@ if TYPE_CHECKING:
 # is left out on purpose: an upgraded file is the same file on disk at another level.
 FileKey = tuple[bytes, int, str]
 
-CRASH_ENV = "LAKECORE_MAINTENANCE_CRASH_AT"
 STATE_DIR = "_lakecore"  # lakecore's own bookkeeping under the table (Paimon ignores it)
 TAG_PREFIX = "tag-"
-
-
-def crash_point(step: str) -> None:
-    """Fault injection for crash tests: SIGKILL this process when ``$CRASH_ENV == step``."""
-    if os.environ.get(CRASH_ENV) == step:
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,15 +210,16 @@ def list_ref(table: FileStoreTable, name: str, size: int | None) -> FileRef:
 
 
 def delete_files(table: FileStoreTable, files: Iterable[FileRef],
-                 crash_step: str | None = None) -> tuple[int, int]:
-    """Delete quietly (idempotent); returns (files deleted now, their bytes)."""
+                 crash_step: CrashStep | None = None) -> tuple[int, int]:
+    """Delete quietly (idempotent); returns (files deleted now, their bytes). ``crash_step``
+    is the fault-injection point reached after each file (``lakecore.testing.faults``)."""
     n = size = 0
-    for i, f in enumerate(files):
+    for f in files:
         if table.file_io.delete_quietly(f.path):
             n += 1
             size += f.size
-        if i == 0 and crash_step:
-            crash_point(crash_step)
+        if crash_step is not None:
+            maybe_crash(crash_step)
     return n, size
 
 

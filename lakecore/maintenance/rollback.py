@@ -21,7 +21,6 @@ from lakecore.maintenance.refs import (
     DataPaths,
     FileRef,
     added_entries,
-    crash_point,
     delete_files,
     entries_or_none,
     file_key,
@@ -34,6 +33,7 @@ from lakecore.maintenance.refs import (
     snapshot_or_none,
 )
 from lakecore.maintenance.tags import tag_snapshot
+from lakecore.testing.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
     from lakecore.table import FileStoreTable
@@ -149,17 +149,18 @@ def execute_rollback(table: FileStoreTable, plan: RollbackPlan) -> RollbackRepor
             fio.try_create(table.paths.snapshot_path(plan.target.id),
                            plan.target.to_json().encode())
         sm.commit_latest_hint(plan.target.id)
+        maybe_crash(CrashStep.ROLLBACK_AFTER_LATEST_HINT)
         n = 0
-        for i, sid in enumerate(plan.snapshot_ids):
+        for sid in plan.snapshot_ids:
             n += fio.delete_quietly(table.paths.snapshot_path(sid))
-            if i == 0:
-                crash_point("rollback-mid-snapshots")
+            maybe_crash(CrashStep.ROLLBACK_MID_SNAPSHOTS)
         return n
 
     removed = table.run_with_lock(cut)
-    crash_point("rollback-after-snapshots")
+    maybe_crash(CrashStep.ROLLBACK_AFTER_SNAPSHOTS)
     tags = sum(fio.delete_quietly(table.paths.tag_path(n)) for n in plan.tags)
-    n, size = delete_files(table, plan.files, "rollback-mid-files")
+    maybe_crash(CrashStep.ROLLBACK_AFTER_TAGS)
+    n, size = delete_files(table, plan.files, CrashStep.ROLLBACK_MID_FILES)
     if plan.restore_snapshot_file:
         earliest = sm.earliest_id()
         if earliest is not None:

@@ -34,6 +34,7 @@ from lakecore.maintenance.refs import (
     read_tags,
     snapshot_or_none,
 )
+from lakecore.testing.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
     from lakecore.table import FileStoreTable
@@ -105,6 +106,7 @@ def create_tag(
         if ignore_if_exists:
             return TagInfo.of(name, tag_snapshot(table, name))
         raise TagAlreadyExistError(f"tag {name!r} already exists in {table.identifier}")
+    maybe_crash(CrashStep.TAG_AFTER_CREATE)
     return TagInfo.of(name, snap)
 
 
@@ -182,7 +184,8 @@ def delete_tag(table: FileStoreTable, name: str, *, dry_run: bool = True) -> Tag
         return TagDeleteReport(True, name, snap.id, tuple(files), len(files),
                                sum(f.size for f in files), note)
     table.file_io.delete_quietly(table.paths.tag_path(name))
-    n, size = delete_files(table, files)
+    maybe_crash(CrashStep.TAG_DELETE_AFTER_TAG_FILE)
+    n, size = delete_files(table, files, CrashStep.TAG_DELETE_MID_FILES)
     return TagDeleteReport(False, name, snap.id, tuple(files), n, size, note)
 
 

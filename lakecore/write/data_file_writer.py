@@ -22,6 +22,7 @@ from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_fro
 from lakecore.format.stats import EMPTY_STATS
 from lakecore.options_parse import StatsMode
 from lakecore.paths import PathFactory
+from lakecore.testing.faults import CrashStep, maybe_crash
 from lakecore.types import DataField
 from lakecore.write.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.write.stats_collector import StatsCollector
@@ -119,6 +120,7 @@ class RollingFileWriter:
                 self._open()
             assert self._writer is not None and self._stream is not None
             self._writer.write_table(part.select(self.spec.file_schema.names), step)
+            maybe_crash(CrashStep.WRITE_MID_DATA_FILE)
             self._collect(part)
             if self._stream.tell() >= self.spec.target_file_size:
                 self._close_file()
@@ -186,6 +188,7 @@ class RollingFileWriter:
             )
         )
         self._reset_file_state()
+        maybe_crash(CrashStep.WRITE_AFTER_DATA_FILE)
 
     def close(self) -> list[DataFileMeta]:
         self._close_file()

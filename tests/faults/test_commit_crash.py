@@ -1,5 +1,7 @@
 """Kill a committer (SIGKILL) at each step of a commit; the table must not notice.
 
+(The commit steps in detail; ``test_crash_matrix`` runs every step of every operation.)
+
 After each crash: every committed snapshot reads as before, nothing referenced is missing,
 and the only leftovers are files the dead process wrote that no snapshot references. A rerun
 with the same commit user and identifier then completes and commits nothing twice.
@@ -65,7 +67,7 @@ def make_table(options: dict[str, str]) -> FileStoreTable:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("step", list(CrashStep), ids=lambda s: s.value)
+@pytest.mark.parametrize("step", list(LEFTOVER_KINDS), ids=lambda s: s.value)
 def test_crash_at_each_commit_step_then_rerun(tmp_path, step):
     options = catalog_options(tmp_path)
     table = make_table(options)
