@@ -23,20 +23,20 @@ One run measures, each part in a child process (peak RSS: VmHWM, reset before ea
   ``--big-factor`` x that much Arrow data (user columns) in ``--big-commits`` overlapping
   level-0 runs plus one upsert run (built in one child), fully compacted in a fresh child:
   that child's peak RSS (target < 2 GiB).
+* ``bench/scaling.py`` runs the ``main`` child at several sizes (compaction time vs bucket
+  size).
 * pypaimon: no row of figures. pypaimon 2.1 has no compaction (no compact API; its commit
   rejects compaction results), which the output says.
 
 Prints a table, writes ``bench/out/compaction.json`` and the ``## compaction`` section of
-``bench/RESULTS.md``. Usage: ``.venv/bin/python bench/compaction.py [--skip-big]
+``bench/RESULTS.md``. Usage: ``.venv/bin/python bench/compaction.py [--quick] [--skip-big]
 [--profile compact|read]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,32 +52,33 @@ import pyarrow.parquet as pq
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
+    PAIMON_PYTHON,
     SEED,
+    Result,
     check_merged,
+    child_args,
     commit_slices,
-    emit,
+    data_args,
     expected_merged,
-    machine_info,
-    make_data,
+    failures,
+    finish,
+    load_note,
     make_rows,
-    markdown_table,
-    parse_result,
     peak_rss_mib,
+    rate_label,
     read_ipc,
-    replace_section,
     reset_peak_rss,
     row,
+    rss_limit,
+    run_as_child,
     run_phase,
-    text_table,
-    write_ipc,
+    spawn,
+    start,
 )
 from write_read import WRITE_ONLY, _commit, _lakecore_table  # noqa: E402
 
-OUT_DIR = os.path.join(BENCH, "out")
-PAIMON_PYTHON = os.path.join(os.path.dirname(BENCH), ".venv-paimon", "bin", "python")
 TARGETS = {"compact": 0.5, "read": 0.8}  # ratios to the raw pyarrow baselines
 BIG_RSS_LIMIT_MIB = 2 * 1024
-Result = dict[str, Any]
 
 
 # --- children ------------------------------------------------------------------------------
@@ -242,15 +243,6 @@ CHILDREN = {"main": child_main, "big-build": child_big_build, "big-compact": chi
 # --- parent --------------------------------------------------------------------------------
 
 
-def spawn(command: list[str], label: str) -> Result | None:
-    print(f"running {label} ...", file=sys.stderr, flush=True)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"{label} FAILED (exit {done.returncode}):\n{done.stderr[-4000:]}", file=sys.stderr)
-        return None
-    return parse_result(done.stdout)
-
-
 def run_child(kind: str, args: argparse.Namespace, workdir: str, warehouse: str | None = None,
               *extra: str) -> Result | None:
     warehouse = warehouse or tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir)
@@ -284,9 +276,11 @@ def pypaimon_note() -> str:
                if rejects == "True" else "") + ".")
 
 
-def build_rows(main: Result | None, big: Result | None, big_build: Result | None) -> list[Result]:
+def build_rows(main: Result | None, big: Result | None, big_build: Result | None,
+               tag: str = "") -> list[Result]:
+    """The report's rows; ``tag`` is appended to the phase names (``scaling.py``: the size)."""
     rows: list[Result] = []
-    c_rate = None
+    c_rate = c_label = None
     if main is not None and "raw-compact" in main:
         n_in = main["input_rows"]
         n_out = main["output_rows"]
@@ -294,9 +288,11 @@ def build_rows(main: Result | None, big: Result | None, big_build: Result | None
         compacted_rate = n_out / main["raw-read-compacted"]["seconds"]
         plain_rate = n_out / main["raw-read-plain"]["seconds"]
         raw = main["raw-compact"]
+        c_label = rate_label("pyarrow read inputs + write result", c_rate)
+        r_label = rate_label("pyarrow read of the compacted files", compacted_rate)
         rows += [
-            row("compact", "pyarrow read inputs + write result", n_in, raw["seconds"], c_rate,
-                rss=raw["peak_rss_mib"]),
+            row("compact" + tag, "pyarrow read inputs + write result", n_in, raw["seconds"],
+                c_rate, rss=raw["peak_rss_mib"]),
             row("  of which read", f"pyarrow ({main['input_files']} files)", n_in,
                 main["raw-read-inputs"]["seconds"], None,
                 rss=main["raw-read-inputs"]["peak_rss_mib"]),
@@ -305,62 +301,54 @@ def build_rows(main: Result | None, big: Result | None, big_build: Result | None
                 rss=main["raw-write-result"]["peak_rss_mib"]),
         ]
         if "compact" in main:
-            rows.append(row("compact (full)", "lakecore", n_in, main["compact"]["seconds"],
-                            c_rate, TARGETS["compact"], main["compact"]["peak_rss_mib"]))
-        rows.append(row("read", "pyarrow (compacted files)", n_out,
+            rows.append(row("compact (full)" + tag, "lakecore", n_in, main["compact"]["seconds"],
+                            c_rate, TARGETS["compact"], main["compact"]["peak_rss_mib"],
+                            c_label))
+        rows.append(row("read" + tag, "pyarrow (compacted files)", n_out,
                         main["raw-read-compacted"]["seconds"], compacted_rate,
                         rss=main["raw-read-compacted"]["peak_rss_mib"]))
-        rows.append(row("read", "pyarrow (plain file)", n_out, main["raw-read-plain"]["seconds"],
-                        compacted_rate, rss=main["raw-read-plain"]["peak_rss_mib"]))
+        rows.append(row("read" + tag, "pyarrow (plain file)", n_out,
+                        main["raw-read-plain"]["seconds"], compacted_rate,
+                        rss=main["raw-read-plain"]["peak_rss_mib"]))
         if "read" in main:
-            rows.append(row("read (compacted)", "lakecore", n_out, main["read"]["seconds"],
-                            compacted_rate, TARGETS["read"], main["read"]["peak_rss_mib"]))
-            info = row("read (compacted)", "lakecore vs plain file", n_out,
+            rows.append(row("read (compacted)" + tag, "lakecore", n_out, main["read"]["seconds"],
+                            compacted_rate, TARGETS["read"], main["read"]["peak_rss_mib"],
+                            r_label))
+            info = row("read (compacted)" + tag, "lakecore vs plain file", n_out,
                        main["read"]["seconds"], plain_rate, rss=main["read"]["peak_rss_mib"])
             rows.append(info)
     if big is not None and big_build is not None:
         label = f"compact big ({big_build['input_rows'] / 1e6:.2f}M)"
-        big_row = row(label, "lakecore", big_build["input_rows"], big["seconds"], c_rate,
-                      rss=big["peak_rss_mib"])
-        ok = big["peak_rss_mib"] < BIG_RSS_LIMIT_MIB
-        big_row.update(target="RSS < 2 GiB", result="PASS" if ok else "MISS")
-        rows.append(big_row)
+        rows.append(rss_limit(row(label, "lakecore", big_build["input_rows"], big["seconds"],
+                                  c_rate, rss=big["peak_rss_mib"], baseline=c_label),
+                              BIG_RSS_LIMIT_MIB))
     return rows
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000, help="base rows (default 1M)")
-    p.add_argument("--commits", type=int, default=10, help="commits for the base rows")
-    p.add_argument("--upsert", type=int, default=200_000, help="existing keys upserted")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="interleaved rounds (fresh table each); best per phase")
+    data_args(p, "interleaved rounds (fresh table each); best per phase")
     p.add_argument("--big-buffer-mb", type=int, default=64, help="write-buffer-size of big")
     p.add_argument("--big-factor", type=float, default=4.0,
                    help="big table's Arrow size (user columns) / write-buffer-size")
     p.add_argument("--big-commits", type=int, default=8, help="base commits of big (+1 upsert)")
     p.add_argument("--skip-big", action="store_true", help="skip the big memory run")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: 100k rows, 1 round, big run with an 8 MiB buffer")
     p.add_argument("--profile", choices=("compact", "read"),
                    help="also profile this lakecore phase in an extra, untimed run")
-    p.add_argument("--keep", action="store_true", help="keep the work directory")
-    p.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
-    p.add_argument("--data", help=argparse.SUPPRESS)
-    p.add_argument("--warehouse", help=argparse.SUPPRESS)
-    return p.parse_args()
+    child_args(p, CHILDREN)
+    args = p.parse_args()
+    if args.quick:
+        args.rows, args.upsert, args.rounds, args.big_buffer_mb = 100_000, 20_000, 1, 8
+    return args
 
 
 def main() -> int:
     args = parse_args()
-    if args.child:
-        emit(CHILDREN[args.child](args))
+    if run_as_child(args, CHILDREN):
         return 0
-    os.makedirs(OUT_DIR, exist_ok=True)
-    machine = machine_info()
-    workdir = tempfile.mkdtemp(prefix="compaction-", dir=OUT_DIR)
-    base, upsert = make_data(args.rows, args.upsert)
-    for name, tbl in (("base", base), ("upsert", upsert)):
-        write_ipc(os.path.join(workdir, f"{name}.arrow"), tbl)
-    del base, upsert
+    machine, workdir = start("compaction", args.rows, args.upsert)
     lake = run_child("main", args, workdir)
     if lake is not None and "error" in lake:
         print(f"lakecore FAILED:\n{lake['error']}", file=sys.stderr)
@@ -411,35 +399,18 @@ def main() -> int:
             f"MiB on disk; built in one child, fully compacted in a fresh child whose whole-"
             f"process peak RSS is shown (imports included; {big['rss_before_mib']:.0f} MiB "
             f"before compacting). Output: {big['report']['files_after']} file(s), "
-            f"{big['output_rows']:,} rows; {big['check']}. Ratio vs the 1M baseline's rate.")
+            f"{big['output_rows']:,} rows; {big['check']}. Ratio vs the rate of the "
+            f"{args.rows:,}-row table's baseline.")
     elif args.skip_big:
         notes.append("big memory run skipped (--skip-big)")
     notes.append(pypaimon_note())
-    notes.append(f"1-min load average: {machine['loadavg_start']:.1f} at start, "
-                 f"{os.getloadavg()[0]:.1f} at end (other work on the machine skews timings).")
+    notes.append(load_note(machine))
     lake_ok = None if lake is None or "error" in lake else lake
-    ran = (("lakecore", lake_ok, True), ("big-build", big_build, not args.skip_big),
-           ("big-compact", big, not args.skip_big and big_build is not None))
-    failed = [name for name, res, tried in ran if tried and res is None]
-    if failed:
-        notes.append(f"FAILED: {', '.join(failed)} (see stderr)")
-    header = (f"{machine['date']} — {machine['nproc']} CPUs, {machine['cpu']}, Python "
-              f"{machine['python']}, pyarrow {machine['pyarrow']}, lakecore {machine['lakecore']}")
-    print(header)
-    print(text_table(rows))
-    print("\n".join(notes))
-    with open(os.path.join(OUT_DIR, "compaction.json"), "w") as out:
-        json.dump({"machine": machine, "args": vars(args), "rows": rows, "notes": notes,
-                   "main": lake, "big_build": big_build, "big": big,
-                   "profile": (profiled or {}).get("profile")}, out, indent=2)
-    body = "\n".join([header, "", markdown_table(rows), "", *(f"- {n}" for n in notes)])
-    replace_section(os.path.join(BENCH, "RESULTS.md"), "## compaction", body)
-    if profiled is not None:
-        print(f"\nprofile of lakecore {args.profile} (extra run, cProfile, top 15 cumulative):")
-        print(profiled.get("profile", "(none)"))
-    if not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return 1 if failed else 0
+    failed = failures((("lakecore", lake_ok, True), ("big-build", big_build, not args.skip_big),
+                       ("big-compact", big, not args.skip_big and big_build is not None)))
+    return finish("compaction", machine, args, workdir, rows, notes, failed,
+                  (args.profile, profiled), main=lake, big_build=big_build, big=big,
+                  profile=(profiled or {}).get("profile"))
 
 
 if __name__ == "__main__":

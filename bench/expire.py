@@ -1,26 +1,28 @@
 """Benchmark (not a test): expire 1,000 snapshots of a table with 10,000 live files.
 
-    .venv/bin/python bench/expire.py [--snapshots 1000] [--files 10000]
+    .venv/bin/python bench/expire.py [--snapshots 1000] [--files 10000] [--quick]
 
 Builds the history synthetically but in the real format (lakecore's ManifestIO, manifests
 merged every ``manifest.merge-min-count`` commits as lakecore's committer does; every commit
 replaces ``--churn`` files, like a compaction), with 1-byte data files on disk. Then, each in a
 fresh process, times ``expire_snapshots`` over the whole history in one call and in calls of the
 default ``snapshot.expire.limit`` (50), and prints wall time and peak RSS (``VmHWM``) with the
-RSS before the expiry as the baseline.
+RSS before the expiry as the baseline. Writes ``bench/out/expire.json`` and the ``## expire``
+section of ``bench/RESULTS.md``. Its issue set no target for it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from typing import Any
 
 import pyarrow as pa
 
@@ -30,6 +32,18 @@ from lakecore.format.manifest import DataFileMeta, FileKind, FileSource, Manifes
 from lakecore.format.snapshot import CommitKind, Snapshot
 from lakecore.format.stats import SimpleStats
 from lakecore.manifest_io import merge_entries
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _common import (  # noqa: E402
+    OUT_DIR,
+    load_note,
+    machine_info,
+    machine_line,
+    mib,
+    publish,
+    render_table,
+    summary_row,
+)
 
 EMPTY = SimpleStats(encode_row([], []), encode_row([], []), ())
 
@@ -116,15 +130,30 @@ print(json.dumps({"limit": limit, "calls": calls, "snapshots_removed": removed,
 """
 
 
+COLUMNS = ("limit", "calls", "snapshots removed", "files removed", "seconds", "RSS before",
+           "peak RSS", "history built in")
+
+
+def _cells(res: dict[str, Any]) -> list[str]:
+    return [str(res["limit"]), str(res["calls"]), f"{res['snapshots_removed']:,}",
+            f"{res['files_removed']:,}", f"{res['seconds']:.2f}", mib(res["rss_before_mb"]),
+            mib(res["peak_rss_mb"]), f"{res['build_seconds']:.1f} s"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--snapshots", type=int, default=1000)
     ap.add_argument("--files", type=int, default=10_000)
     ap.add_argument("--churn", type=int, default=10)
+    ap.add_argument("--quick", action="store_true", help="smoke test: 100 x 1,000 files")
     args = ap.parse_args()
+    if args.quick:
+        args.snapshots, args.files = 100, 1000
+    machine = machine_info()
+    os.makedirs(OUT_DIR, exist_ok=True)
     results = []
     for limit in (args.snapshots + 1, 50):
-        with tempfile.TemporaryDirectory(prefix="bench-expire-") as wh:
+        with tempfile.TemporaryDirectory(prefix="bench-expire-", dir=OUT_DIR) as wh:
             t0 = time.perf_counter()
             build(wh, args.snapshots, args.files, args.churn)
             built = round(time.perf_counter() - t0, 1)
@@ -133,10 +162,23 @@ def main() -> int:
             res = json.loads(out.stdout)
             res["build_seconds"] = built
             results.append(res)
-            print(json.dumps(res))
-    print(f"# {args.snapshots} snapshots x {args.files} live files, {args.churn} replaced per "
-          f"commit; parent peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} "
-          f"MB; {datetime.now():%Y-%m-%d %H:%M}", file=sys.stderr)
+    notes = [
+        f"{args.snapshots:,} snapshots x {args.files:,} live files (100 buckets), {args.churn} "
+        "files replaced per commit, 1-byte data files; expire_snapshots over the whole history "
+        f"in one call (limit {args.snapshots + 1}) and in calls of the default "
+        "snapshot.expire.limit (50), each in a fresh process: wall time and that process's "
+        "VmHWM; its RSS before the expiry is the baseline.",
+        f"parent (history builder) peak RSS "
+        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MiB.",
+        load_note(machine),
+    ]
+    summary = [summary_row(f"expire {r['snapshots_removed']:,} snapshots (limit {r['limit']})",
+                           "lakecore", r["seconds"] * 1000, "ms", rss=r["peak_rss_mb"])
+               for r in results]
+    cells = [_cells(r) for r in results]
+    text, body = render_table(machine_line(machine), COLUMNS, cells, notes)
+    publish("expire", {"machine": machine, "args": vars(args), "results": results,
+                       "notes": notes, "summary": summary}, text, body)
     return 0
 
 

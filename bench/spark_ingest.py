@@ -17,15 +17,15 @@ One run, one local[2] session, the same DataFrame (Parquet source files generate
 Phases run interleaved in ``--repeat`` rounds (default 2; the best of each is kept; fresh
 output each time). Peak RSS is
 sampled over the whole process tree (driver Python + JVM + Python workers) per phase.
-Prints a table and writes ``bench/out/spark_ingest.json``.
+Prints a table, writes ``bench/out/spark_ingest.json`` and the ``## spark_ingest`` section of
+``bench/RESULTS.md``.
 
-    .venv/bin/python bench/spark_ingest.py [--rows 10000000] [--repeat 2]
+    .venv/bin/python bench/spark_ingest.py [--rows 10000000] [--repeat 2] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import sys
@@ -43,7 +43,18 @@ import pyarrow.parquet as pq
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, REPO)
-OUT_DIR = os.path.join(BENCH, "out")
+sys.path.insert(0, BENCH)
+from _common import (  # noqa: E402
+    OUT_DIR,
+    load_note,
+    machine_info,
+    machine_line,
+    mib,
+    publish,
+    render_table,
+    summary_row,
+)
+
 TARGET = 0.5  # lakecore ingest rows/s over Spark's plain Parquet write rows/s
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), nullable=False),
@@ -323,13 +334,24 @@ def _report(args: argparse.Namespace, phases: list[Phase], catalog: Any) -> dict
     }
 
 
-def _print(result: dict[str, Any]) -> None:
-    cols = ("phase", "seconds", "rows_per_s", "ratio", "target", "result", "peak_rss_mib",
-            "peak_worker_rss_mib")
-    cells = [list(cols)] + [[str(r.get(c, "-")) for c in cols] for r in result["phases"]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(cols))]
-    for row in cells:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths)))
+COLUMNS = ("phase", "rows", "seconds", "rows/s", "ratio", "target", "result", "peak RSS (tree)",
+           "peak RSS (one worker)")
+
+
+def _cells(r: dict[str, Any]) -> list[str]:
+    return [r["phase"], f"{r['rows']:,}", f"{r['seconds']:.2f}", f"{r['rows_per_s']:,}",
+            f"{r['ratio']:.3f}x", r.get("target", "-"), r.get("result", "-"),
+            mib(r["peak_rss_mib"]), mib(r["peak_worker_rss_mib"])]
+
+
+def summary(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The lakecore phases, against Spark's own Parquet write (snappy)."""
+    base = result["phases"][0]
+    label = f"{base['phase']} ({base['rows_per_s']:,} rows/s)"
+    return [summary_row(r["phase"].removeprefix("lakecore "), "lakecore (Spark local[2])",
+                        r["rows_per_s"], "rows/s", r["ratio"], label, r.get("target"),
+                        r.get("result"), r["peak_rss_mib"])
+            for r in result["phases"] if r["phase"].startswith("lakecore")]
 
 
 def main() -> int:
@@ -338,16 +360,28 @@ def main() -> int:
     p.add_argument("--repeat", type=int, default=2)
     p.add_argument("--driver-memory", default="4g")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
-    p.add_argument("--out", default=os.path.join(OUT_DIR, "spark_ingest.json"))
+    p.add_argument("--quick", action="store_true", help="smoke test: 200k rows, 1 round")
     args = p.parse_args()
+    if args.quick:
+        args.rows, args.repeat = 200_000, 1
+    machine = machine_info()
     os.makedirs(OUT_DIR, exist_ok=True)
     result = run(args)
-    print(f"\n{args.rows:,} rows, {len(PARTITIONS)} partitions x {BUCKETS} buckets, "
-          f"local[2] (ratios over Spark's df.write.parquet, snappy)")
-    _print(result)
-    with open(args.out, "w") as f:
-        json.dump(result, f, indent=2)
-    print(f"wrote {args.out}")
+    notes = [
+        f"{args.rows:,} rows (10 Parquet source files), {len(PARTITIONS)} partitions x {BUCKETS} "
+        f"buckets, PK (dt, id); Spark local[2], driver memory {args.driver_memory}; best of "
+        f"{args.repeat} interleaved round(s). Ratios: rows/s over Spark's df.write.parquet "
+        "(snappy, its default); the upsert writes 10% of the keys again; compaction rows/s "
+        f"counts the table's rows, merged from {args.rows * 11 // 10:,} records.",
+        "Peak RSS: sampled every 0.25 s over the whole process tree (driver Python + JVM + "
+        "Python workers), and the largest single Python worker.",
+        f"pyspark {result['machine']['pyspark']}; " + load_note(machine),
+    ]
+    machine.update(pyspark=result["machine"]["pyspark"])
+    cells = [_cells(r) for r in result["phases"]]
+    text, body = render_table(machine_line(machine), COLUMNS, cells, notes)
+    publish("spark_ingest", {**result, "machine": machine, "notes": notes,
+                             "summary": summary(result)}, text, body)
     return 0
 
 

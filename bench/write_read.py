@@ -5,24 +5,25 @@ One run measures, each system in a child process (peak RSS: VmHWM, reset before 
 * raw pyarrow and lakecore, interleaved in ``--rounds`` rounds (best round per phase):
   ``pq.write_table`` of all base rows to one Parquet file and ``pq.read_table`` back, with zstd
   (lakecore's default ``file.compression``; the ratio baseline) and snappy (pyarrow's default,
-  for information); then lakecore on a fresh 1-bucket PK table: ``--commits`` commits of
-  shuffled keys, one commit upserting ``--upsert`` existing keys, and the merged read of the
-  overlapping runs (checked row by row against the expected rows in round 1);
+  for information); then lakecore on a fresh PK table (``--buckets``, default 1):
+  ``--commits`` commits of shuffled keys, one commit upserting ``--upsert`` existing keys, and
+  the merged read of the overlapping runs (checked row by row against the expected rows in
+  round 1);
 * pypaimon 2.1 the same once, in ``.venv-paimon`` (``paimon_write_read.py``), if present;
+  and again with its optional Rust core (``pypaimon+rust``: pypaimon-rust installed, the
+  table options ``*.native.enabled``), if pypaimon-rust is installed there;
 * lakecore writing 10M rows (10 ``write_arrow`` calls of 1M, one commit, default
   ``write-buffer-size``): peak RSS (target < 1.5 GiB).
 
 Prints a table, writes ``bench/out/write_read.json`` and the ``## write_read`` section of
-``bench/RESULTS.md``. Usage: ``.venv/bin/python bench/write_read.py [--skip-10m] [--skip-paimon]``.
+``bench/RESULTS.md``. Usage: ``.venv/bin/python bench/write_read.py [--quick] [--skip-10m]
+[--skip-paimon] [--buckets N]`` (``bench/scaling.py`` runs its children at 1, 4, 16 buckets).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,29 +37,30 @@ import pyarrow.parquet as pq
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
+    PAIMON_PYTHON,
+    PAIMON_RUST_OPTIONS,
     SCHEMA,
     TARGETS,
+    Result,
     build_rows,
     check_merged,
+    child_args,
     commit_slices,
-    emit,
-    machine_info,
+    data_args,
+    failures,
+    finish,
+    load_note,
     make_chunk,
-    make_data,
-    markdown_table,
-    parse_result,
+    paimon_venv,
     peak_rss_mib,
     read_ipc,
-    replace_section,
+    run_as_child,
     run_phase,
-    text_table,
-    write_ipc,
+    spawn,
+    start,
 )
 
 WRITE_ONLY = {"write-only": "true"}  # no compaction: the read merges all commits' runs
-PAIMON_PYTHON = os.path.join(os.path.dirname(BENCH), ".venv-paimon", "bin", "python")
-OUT_DIR = os.path.join(BENCH, "out")
-Result = dict[str, Any]
 
 
 # --- children ------------------------------------------------------------------------------
@@ -120,7 +122,8 @@ def child_main(args: argparse.Namespace) -> Result:
             continue
         name = f"db.t{round_}"
         try:
-            _lakecore_table(args.warehouse, name, **({} if args.compact else WRITE_ONLY))
+            _lakecore_table(args.warehouse, name, bucket=str(args.buckets),
+                            **({} if args.compact else WRITE_ONLY))
             table = catalog.get_table(name)
 
             def write_all(table: Any = table) -> None:
@@ -173,31 +176,73 @@ CHILDREN = {"main": child_main, "big": child_big}
 # --- parent --------------------------------------------------------------------------------
 
 
-def spawn(command: list[str], label: str) -> Result | None:
-    print(f"running {label} ...", file=sys.stderr, flush=True)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"{label} FAILED (exit {done.returncode}):\n{done.stderr[-4000:]}", file=sys.stderr)
-        return None
-    return parse_result(done.stdout)
-
-
 def run_child(kind: str, args: argparse.Namespace, workdir: str, *extra: str) -> Result | None:
     warehouse = tempfile.mkdtemp(prefix=f"{kind}-", dir=workdir)
     command = [sys.executable, os.path.abspath(__file__), "--child", kind, "--data", workdir,
                "--warehouse", warehouse, "--commits", str(args.commits), "--rounds",
-               str(args.rounds), "--big-rows", str(args.big_rows),
-               *(["--compact"] if args.compact else []), *extra]
+               str(args.rounds), "--big-rows", str(args.big_rows), "--buckets",
+               str(args.buckets), *(["--compact"] if args.compact else []), *extra]
     return spawn(command, kind)
+
+
+def run_paimon(workdir: str, rows: int, commits: int, repeat: int = 1, buckets: int = 1,
+               native: bool = False) -> Result | None:
+    """pypaimon (``native``: with its Rust core) on the rows in ``workdir``, in .venv-paimon."""
+    label = "pypaimon+rust" if native else "pypaimon"
+    return spawn([PAIMON_PYTHON, os.path.join(BENCH, "paimon_write_read.py"), "--data", workdir,
+                  "--warehouse", tempfile.mkdtemp(prefix=f"{label}-", dir=workdir),
+                  "--rows", str(rows), "--commits", str(commits), "--repeat", str(repeat),
+                  "--buckets", str(buckets), *(["--native"] if native else [])],
+                 f"{label} ({buckets} bucket(s))")
+
+
+def paimon_runs(workdir: str, rows: int, all_rows: int, commits: int, repeat: int = 1,
+                buckets: int = 1, skip: bool = False, skip_rust: bool = False
+                ) -> tuple[list[tuple[str, Result | None]], list[str]]:
+    """(label, result or None if it failed) of pypaimon and, if installed, pypaimon+rust, on
+    ``rows`` of the ``all_rows`` in ``workdir``; and notes on what was not run, and why."""
+    if skip:
+        return [], ["pypaimon skipped (--skip-paimon)"]
+    venv = paimon_venv()
+    if venv["pypaimon"] is None:
+        return [], [f"pypaimon skipped: {venv['why']}"]
+    at = "" if rows >= all_rows else f" (at {rows:,} rows)"
+    runs = [("pypaimon" + at, run_paimon(workdir, rows, commits, repeat, buckets))]
+    notes = []
+    if skip_rust:
+        notes.append("pypaimon+rust skipped (--skip-paimon-rust)")
+    elif venv["rust"] is None:
+        notes.append(f"pypaimon+rust not measured: no pypaimon-rust in .venv-paimon "
+                     f"({venv['why']})")
+    else:
+        runs.append(("pypaimon+rust" + at,
+                     run_paimon(workdir, rows, commits, repeat, buckets, native=True)))
+    return runs, notes
+
+
+def paimon_notes(runs: list[tuple[str, Result | None]]) -> list[str]:
+    """Versions, and which pypaimon+rust operations really ran in Rust (it falls back to
+    Python silently when it cannot)."""
+    notes = []
+    for label, res in runs:
+        if res is None:
+            continue
+        notes.append(f"{label}: pypaimon {res['version']} (pyarrow {res['pyarrow']})"
+                     + (f", pypaimon-rust {res['rust']}" if res.get("rust") else ""))
+        if "native" in res:
+            used = ", ".join(f"{op} {calls['rust']}/{calls['rust'] + calls['python']}"
+                             for op, calls in res["native"].items())
+            notes[-1] += (f"; table options {', '.join(PAIMON_RUST_OPTIONS)} = true; calls "
+                          f"that ran in Rust: {used}")
+            if not res["native"]["commit"]["rust"]:
+                notes[-1] += (" (pypaimon uses its Rust commit only for a REST catalog's "
+                              "tables, so commits stay in Python on a filesystem warehouse)")
+    return notes
 
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--rows", type=int, default=1_000_000, help="base rows (default 1M)")
-    p.add_argument("--commits", type=int, default=10, help="commits for the base rows")
-    p.add_argument("--upsert", type=int, default=200_000, help="existing keys upserted")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="lakecore write+upsert+read rounds (fresh table each); best per phase")
+    data_args(p, "lakecore write+upsert+read rounds (fresh table each); best per phase")
     p.add_argument("--big-rows", type=int, default=10_000_000, help="rows of the memory run")
     p.add_argument("--paimon-rows", type=int, default=0, help="pypaimon base rows (0 = --rows)")
     p.add_argument("--paimon-repeat", type=int, default=1, help="pypaimon merged reads")
@@ -206,62 +251,49 @@ def parse_args() -> argparse.Namespace:
                    "read merges every commit's run, as pypaimon's does)")
     p.add_argument("--skip-10m", action="store_true", help="skip the 10M-row memory run")
     p.add_argument("--skip-paimon", action="store_true", help="skip pypaimon")
+    p.add_argument("--skip-paimon-rust", action="store_true",
+                   help="skip pypaimon with its Rust core (run if pypaimon-rust is installed)")
+    p.add_argument("--buckets", type=int, default=1, help="buckets of the tables")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: 100k rows, 1 round, no 10M run, pypaimon at 20k rows")
     p.add_argument("--profile", choices=("write", "upsert", "read", "auto"),
                    help="also profile this lakecore phase (auto: the worst against its target) "
                    "in an extra, untimed run")
-    p.add_argument("--keep", action="store_true", help="keep the work directory")
-    p.add_argument("--child", choices=sorted(CHILDREN), help=argparse.SUPPRESS)
-    p.add_argument("--data", help=argparse.SUPPRESS)
-    p.add_argument("--warehouse", help=argparse.SUPPRESS)
-    return p.parse_args()
+    child_args(p, CHILDREN)
+    args = p.parse_args()
+    if args.quick:
+        args.rows, args.upsert, args.rounds, args.skip_10m = 100_000, 20_000, 1, True
+        args.paimon_rows = args.paimon_rows or 20_000
+    return args
 
 
 def main() -> int:
     args = parse_args()
-    if args.child:
-        emit(CHILDREN[args.child](args))
+    if run_as_child(args, CHILDREN):
         return 0
-    os.makedirs(OUT_DIR, exist_ok=True)
-    machine = machine_info()
-    workdir = tempfile.mkdtemp(prefix="write_read-", dir=OUT_DIR)
-    base, upsert = make_data(args.rows, args.upsert)
-    for name, tbl in (("base", base), ("upsert", upsert)):
-        write_ipc(os.path.join(workdir, f"{name}.arrow"), tbl)
-    del base, upsert
+    machine, workdir = start("write_read", args.rows, args.upsert)
     profile_args = () if args.profile in (None, "auto") else ("--profile", args.profile)
     lake = run_child("main", args, workdir)
     if lake is not None and "error" in lake:
         print(f"lakecore FAILED:\n{lake['error']}", file=sys.stderr)
-    paimon, paimon_note, skipped = None, "pypaimon", ""
-    if args.skip_paimon:
-        skipped = "pypaimon skipped (--skip-paimon)"
-    elif not os.path.exists(PAIMON_PYTHON):
-        skipped = f"pypaimon skipped: no venv at {PAIMON_PYTHON}"
-    else:
-        paimon_rows = args.paimon_rows or args.rows
-        if paimon_rows < args.rows:
-            paimon_note = f"pypaimon (at {paimon_rows:,} rows)"
-        paimon = spawn([PAIMON_PYTHON, os.path.join(BENCH, "paimon_write_read.py"), "--data",
-                        workdir, "--warehouse", tempfile.mkdtemp(prefix="paimon-", dir=workdir),
-                        "--rows", str(paimon_rows), "--commits", str(args.commits),
-                        "--repeat", str(args.paimon_repeat)], "pypaimon")
+    paimons, skipped = paimon_runs(workdir, args.paimon_rows or args.rows, args.rows,
+                                   args.commits, args.paimon_repeat, args.buckets,
+                                   args.skip_paimon, args.skip_paimon_rust)
     big = None if args.skip_10m else run_child("big", args, workdir)
     if args.profile == "auto" and lake is not None and "read" in lake:
         worst = min(TARGETS, key=lambda p: next(
-            r["ratio"] / TARGETS[p] for r in build_rows(lake, None, None, "")
+            r["ratio"] / TARGETS[p] for r in build_rows(lake, None)
             if r["system"] == "lakecore" and r["phase"].startswith(p)))
         profile_args = ("--profile", worst)
     profiled = run_child("main", args, workdir, *profile_args) if profile_args else None
 
-    rows = build_rows(lake, paimon, big, paimon_note)
+    rows = build_rows(lake, big, paimons)
     machine["lakecore"] = (lake or {}).get("version", "?")
-    if paimon is not None:
-        machine.update(pypaimon=paimon["version"], pypaimon_pyarrow=paimon["pyarrow"])
     notes = [
         f"{args.rows:,} base rows in {args.commits} commits (keys shuffled), "
-        f"{args.upsert:,} existing keys upserted in one commit; 1 bucket; lakecore "
-        + ("compacting as it writes (default options)" if args.compact else
-           "write-only=true (no compaction)")
+        f"{args.upsert:,} existing keys upserted in one commit; {args.buckets} bucket(s); "
+        "lakecore " + ("compacting as it writes (default options)" if args.compact else
+                       "write-only=true (no compaction)")
         + f", merged read of {(lake or {}).get('files_read', '?')} data files.",
         "Ratios: rows/s over raw pyarrow zstd (lakecore's default codec) write/read rate. "
         f"Raw pyarrow and lakecore: best of {args.rounds} interleaved rounds (fresh table each); "
@@ -269,36 +301,19 @@ def main() -> int:
         "Peak RSS: the phase's own VmHWM (reset before it) in that system's child process, "
         "input data included. Every system first writes (and reads) 1,000 warm-up rows, "
         "so one-time imports are not timed.",
-        f"1-min load average: {machine['loadavg_start']:.1f} at start, "
-        f"{os.getloadavg()[0]:.1f} at end (other work on the machine skews timings).",
+        load_note(machine),
+        *paimon_notes(paimons),
     ]
-    for name, res in (("lakecore", lake), ("pypaimon", paimon)):
+    for name, res in (("lakecore", lake), *paimons):
         if res is not None and "check" in res:
             notes.append(f"{name} merged read check: {res['check']}")
-    notes += [skipped] if skipped else []
+    notes += skipped
     lake_ok = None if lake is None or "error" in lake else lake
-    ran = (("lakecore", lake_ok, True), ("pypaimon", paimon, not skipped),
-           ("big", big, not args.skip_10m))
-    failed = [name for name, res, tried in ran if tried and res is None]
-    if failed:
-        notes.append(f"FAILED: {', '.join(failed)} (see stderr)")
-    header = (f"{machine['date']} — {machine['nproc']} CPUs, {machine['cpu']}, Python "
-              f"{machine['python']}, pyarrow {machine['pyarrow']}, lakecore {machine['lakecore']}"
-              + (f", pypaimon {paimon['version']} (pyarrow {paimon['pyarrow']})" if paimon else ""))
-    print(header)
-    print(text_table(rows))
-    print("\n".join(notes))
-    with open(os.path.join(OUT_DIR, "write_read.json"), "w") as out:
-        json.dump({"machine": machine, "args": vars(args), "rows": rows, "notes": notes,
-                   "main": lake, "pypaimon": paimon, "big": big}, out, indent=2)
-    body = "\n".join([header, "", markdown_table(rows), "", *(f"- {n}" for n in notes)])
-    replace_section(os.path.join(BENCH, "RESULTS.md"), "## write_read", body)
-    if profiled is not None:
-        print(f"\nprofile of lakecore {profile_args[1]} (extra run, cProfile, top 15 cumulative):")
-        print(profiled.get("profile", "(none)"))
-    if not args.keep:
-        shutil.rmtree(workdir, ignore_errors=True)
-    return 1 if failed else 0
+    failed = failures((("lakecore", lake_ok, True), *((n, r, True) for n, r in paimons),
+                       ("big", big, not args.skip_10m)))
+    return finish("write_read", machine, args, workdir, rows, notes, failed,
+                  (profile_args[1] if profile_args else "", profiled), main=lake, big=big,
+                  pypaimon=dict(paimons))
 
 
 if __name__ == "__main__":
