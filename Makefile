@@ -9,7 +9,7 @@ PY := $(VENV)/bin/python
 QUIET_PIP := grep -v '^WARNING: Location' || true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint unit bench clean venv paimon-venv browser
+.PHONY: demo test lint unit bench clean venv paimon-venv browser soak
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -50,6 +50,13 @@ test: venv paimon-venv lint browser dist/lakecore.zip
 # local[2] Spark, everything under .demo/ (recreated on every run).
 demo: venv dist/lakecore.zip
 	$(PY) -m lakecore.demo --root .demo
+
+# The randomized model tests with the long profile: 10x the fast (CI) profile's operations,
+# freshly random each run (a failure prints its seed / reproduce blob), plus the crash matrix
+# at every occurrence of every step (LAKECORE_CRASH_MATRIX=full, 178 kill points).
+soak: venv paimon-venv
+	LAKECORE_MODEL_PROFILE=soak LAKECORE_CRASH_MATRIX=full \
+	  $(PY) -m pytest -q --timeout=7200 tests/model tests/faults
 
 # Every benchmark, then the summary at the top of bench/RESULTS.md (bench/run_all.py).
 # `make bench BENCH_ARGS=--quick`: a smoke test at small sizes (RESULTS.md is left alone);

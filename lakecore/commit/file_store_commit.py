@@ -157,7 +157,7 @@ class FileStoreCommit:
     def _overwrite(self, messages: Sequence[CommitMessage],
                    partition_filter: PartitionFilter | None, identifier: int,
                    properties: dict[str, str] | None) -> CommitResult:
-        append, append_log, _, _ = self._collect(messages)
+        append, append_log, compact, compact_log = self._collect(messages)
         codec = self.table.partition_codec
 
         def changes(live: dict[tuple, ManifestEntry]) -> list[ManifestEntry]:
@@ -168,9 +168,17 @@ class FileStoreCommit:
             ]
             return deletes + append
 
-        sid = self._try_commit(CommitKind.OVERWRITE, changes, append_log, identifier,
-                               properties)
-        return CommitResult((sid,))
+        ids = [self._try_commit(CommitKind.OVERWRITE, changes, append_log, identifier,
+                                properties)]
+        own = {e.file.file_name for e in append}
+        if (compact or compact_log) and all(
+                e.file.file_name in own for e in compact if e.kind is FileKind.DELETE):
+            # the writers' inline compaction of the new files, as Paimon's overwrite does (a
+            # writer that did not ignore the previous files compacted replaced ones: dropped)
+            self._abort_scope = [m.compaction_only() for m in messages]
+            ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
+                                        identifier, properties))
+        return CommitResult(tuple(ids))
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         """Delete every file the messages' writers created."""

@@ -41,9 +41,15 @@ class TableWrite:
         self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
         self._partition_keys = list(self.schema.partition_keys)
         self._static_partition: dict[str, Any] | None = None
+        self._ignore_previous = False
 
     def with_static_partition(self, spec: dict[str, Any] | None) -> None:
         self._static_partition = dict(spec) if spec else None
+
+    def with_ignore_previous_files(self, ignore: bool = True) -> None:
+        """Start every bucket empty (Paimon's ``withIgnorePreviousFiles``, set for overwrites):
+        the files an overwrite replaces must not feed its inline compaction."""
+        self._ignore_previous = ignore
 
     # -- input ---------------------------------------------------------------------------
     def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
@@ -110,7 +116,7 @@ class TableWrite:
         if w is not None:
             return w
         pbytes = self.table.partition_codec.encode(partition)
-        restored = self._restore().get((pbytes, bucket), [])
+        restored = [] if self._ignore_previous else self._restore().get((pbytes, bucket), [])
         next_seq = max((f.max_sequence_number for f in restored), default=-1) + 1
         total = self.options.bucket
         if self._merge_spec is None:

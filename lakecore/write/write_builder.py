@@ -64,6 +64,7 @@ class BatchWriteBuilder:
         w = BatchTableWrite(self.table, self.commit_user)
         if self.is_overwrite:
             w.with_static_partition(self.static_partition)
+            w.with_ignore_previous_files()
         return w
 
     def new_commit(self) -> BatchTableCommit:
