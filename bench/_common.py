@@ -251,6 +251,12 @@ def build_rows(main: Result | None, big: Result | None,
                 res = main[f"raw-{phase}-{codec}"]
                 rows.append(row(phase, f"pyarrow ({codec})", n, res["seconds"], base_rate,
                                 rss=res["peak_rss_mib"]))
+        if "raw-write-zstd-files" in main:  # as many files as lakecore writes (information)
+            k = main["layout_files"]
+            for phase, base_rate in (("write", w_rate), ("read", r_rate)):
+                res = main[f"raw-{phase}-zstd-files"]
+                rows.append(row(phase, f"pyarrow (zstd, {k} files)", n, res["seconds"],
+                                base_rate, rss=res["peak_rss_mib"]))
         lake = main if "read" in main else None
     labels = {"write": rate_label("pyarrow write zstd", w_rate),
               "read": rate_label("pyarrow read zstd", r_rate)}

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -97,6 +98,28 @@ def _raw_phases(out: Result, base: pa.Table, path: str) -> None:
         assert back.num_rows == base.num_rows
 
 
+def _raw_layout_phases(out: Result, base: pa.Table, commits: int, buckets: int,
+                       directory: str) -> None:
+    """Raw pyarrow zstd writing (and reading back) the rows as lakecore lays them out: one
+    file per (commit, bucket), rows split by ``id % buckets`` (split before timing). Shows what
+    many small files cost Parquet itself; information, not a target's baseline."""
+    files = []
+    for part in commit_slices(base, commits):
+        ids = part["id"].to_numpy() % buckets
+        files += [part.filter(pa.array(ids == b)) for b in range(buckets)]
+    out["layout_files"] = len(files)
+
+    def write() -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+        os.makedirs(directory)
+        for i, f in enumerate(files):
+            pq.write_table(f, os.path.join(directory, f"part-{i}.parquet"), compression="zstd")
+
+    run_phase(out, "raw-write-zstd-files", write)
+    back = run_phase(out, "raw-read-zstd-files", lambda: pq.read_table(directory))
+    assert back.num_rows == base.num_rows
+
+
 def child_main(args: argparse.Namespace) -> Result:
     """Rounds of: raw pyarrow write+read (zstd, snappy), lakecore write, upsert, merged read.
 
@@ -118,6 +141,9 @@ def child_main(args: argparse.Namespace) -> Result:
         out["error"] = traceback.format_exc()
     for round_ in range(1 if args.profile else args.rounds):
         _raw_phases(out, base, os.path.join(args.warehouse, "raw.parquet"))
+        if args.buckets > 1:
+            _raw_layout_phases(out, base, args.commits, args.buckets,
+                               os.path.join(args.warehouse, "raw-files"))
         if "error" in out:
             continue
         name = f"db.t{round_}"
