@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow.sdk import DAG, Param
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import START_DATE, TAG, default_args, tables_doc
+from lake_airflow.dag_support import dag_args, tables_doc
 from lake_airflow.operators import LakeIngestOperator
 from lake_airflow.tasks import plan_partitions, prepare_lake, tag_before_backfill
 
@@ -32,11 +32,7 @@ with DAG(
     dag_id="lakecore_backfill",
     description="Atomically overwrite a date range of partitions of one table",
     schedule=None,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(cfg),
-    tags=[TAG, "backfill"],
+    **dag_args(cfg, "backfill"),
     params={
         "table": Param(dated[0], type="string", enum=dated, title="Table",
                        description="The table whose partitions are rewritten."),

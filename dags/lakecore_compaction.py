@@ -6,9 +6,7 @@ from airflow.sdk import DAG, Param, TaskGroup
 from lake_airflow.config import load_config
 from lake_airflow.dag_support import (
     PARTITION_PATTERN,
-    START_DATE,
-    TAG,
-    default_args,
+    dag_args,
     tables_doc,
     tables_param,
 )
@@ -39,11 +37,7 @@ with DAG(
     dag_id="lakecore_compaction",
     description="Off-peak compaction of the lake tables",
     schedule=cfg.schedules.compaction,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(cfg),
-    tags=[TAG, "compaction"],
+    **dag_args(cfg, "compaction"),
     params={
         "tables": tables_param(cfg, "compact"),
         "partitions": Param(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow.sdk import DAG
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import START_DATE, TAG, default_args, tables_doc, tables_param
+from lake_airflow.dag_support import dag_args, tables_doc, tables_param
 from lake_airflow.operators import LakeIngestOperator
 from lake_airflow.tasks import prepare_lake
 
@@ -33,11 +33,7 @@ with DAG(
     dag_id="lakecore_ingest",
     description="Write-only ingest of each declared lake table for the run's date",
     schedule=cfg.schedules.ingest,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=2,
-    default_args=default_args(cfg),
-    tags=[TAG, "ingest"],
+    **dag_args(cfg, "ingest", max_active_runs=2),
     params={"tables": tables_param(cfg, "ingest")},
     doc_md=DOC + tables_doc(cfg),
 ) as dag:

@@ -6,9 +6,7 @@ from airflow.sdk import DAG, Param, TaskGroup, chain
 from lake_airflow.config import load_config
 from lake_airflow.dag_support import (
     DURATION_PATTERN,
-    START_DATE,
-    TAG,
-    default_args,
+    dag_args,
     tables_doc,
     tables_param,
 )
@@ -38,11 +36,7 @@ with DAG(
     dag_id="lakecore_maintenance",
     description="Expire snapshots and partitions, remove orphan files",
     schedule=cfg.schedules.maintenance,
-    start_date=START_DATE,
-    catchup=False,
-    max_active_runs=1,
-    default_args=default_args(cfg),
-    tags=[TAG, "maintenance"],
+    **dag_args(cfg, "maintenance"),
     params={
         "tables": tables_param(cfg, "maintain"),
         "dry_run": Param(maint.dry_run, type="boolean", title="Dry run",

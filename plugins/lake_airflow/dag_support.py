@@ -18,6 +18,13 @@ DURATION_PATTERN = r"^\s*\d+\s*(ms|s|sec|min|m|h|d|day|days)\s*$"
 PARTITION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*=[^,=]+(,[A-Za-z_][A-Za-z0-9_]*=[^,=]+)*$"
 
 
+def dag_args(cfg: LakeConfig, kind: str, max_active_runs: int = 1) -> dict[str, Any]:
+    """The arguments every lakecore DAG shares: no catchup, one start date, the retries and
+    owner of ``default_args``, and the ``lakecore`` tag next to its ``kind``."""
+    return {"start_date": START_DATE, "catchup": False, "max_active_runs": max_active_runs,
+            "default_args": default_args(cfg), "tags": [TAG, kind]}
+
+
 def default_args(cfg: LakeConfig) -> dict[str, Any]:
     return {
         "owner": "lakecore",

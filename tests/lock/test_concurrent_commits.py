@@ -24,6 +24,21 @@ _fork = multiprocessing.get_context("fork")
 
 
 @pytest.mark.slow
+def _run_ingest_processes(options: dict, table: str) -> list[str]:
+    """PROCESSES forked ingest processes (each builds its own catalog, lock and engine after
+    the fork) committing COMMITS times each to ``table``; returns their commit users."""
+    users = [f"ingest-{i}" for i in range(PROCESSES)]
+    procs = [_fork.Process(target=workers.commit, args=({
+        "catalog": options, "table": table, "user": user, "n": COMMITS, "rows": ROWS,
+        "base": i * 1_000_000},)) for i, user in enumerate(users)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(300)
+    assert [p.exitcode for p in procs] == [0] * PROCESSES
+    return users
+
+
 def test_four_processes_commit_through_the_lock(lock_url, tmp_path):
     options = {"warehouse": str(tmp_path / "wh"), "lock.enabled": "true", "lock.uri": lock_url,
                "catalog-key": unique_key(), "lock-check-max-sleep": "100 ms"}
@@ -32,16 +47,7 @@ def test_four_processes_commit_through_the_lock(lock_url, tmp_path):
     # lost races are expected here; a shorter retry cap keeps the test short, not simpler
     catalog.create_table("db.t", Schema.from_pyarrow_schema(
         SCHEMA, options={"commit.max-retry-wait": "500 ms"}))
-    users = [f"ingest-{i}" for i in range(PROCESSES)]
-    # forked: each child builds its own catalog, lock and engine after the fork
-    procs = [_fork.Process(target=workers.commit, args=({
-        "catalog": options, "table": "db.t", "user": user, "n": COMMITS, "rows": ROWS,
-        "base": i * 1_000_000},)) for i, user in enumerate(users)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)
-    assert [p.exitcode for p in procs] == [0] * PROCESSES
+    users = _run_ingest_processes(options, "db.t")
 
     table = catalog.get_table("db.t")
     snaps = check_history(table)  # contiguous, linear, no (user, identifier) twice
@@ -87,20 +93,15 @@ def test_four_ingest_processes_and_a_compactor_through_the_lock(lock_url, tmp_pa
         SCHEMA, primary_keys=["id"], options={
             "bucket": "2", "write-only": "true", "num-sorted-run.compaction-trigger": "3",
             "commit.max-retry-wait": "500 ms"}))
-    users = [f"ingest-{i}" for i in range(PROCESSES)]
     stop = str(tmp_path / "stop")
     compactor = _fork.Process(target=_compactor, args=(options, stop))
     compactor.start()
-    procs = [_fork.Process(target=workers.commit, args=({
-        "catalog": options, "table": "db.pk", "user": user, "n": COMMITS, "rows": ROWS,
-        "base": i * 1_000_000},)) for i, user in enumerate(users)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(300)
-    open(stop, "w").close()
-    compactor.join(300)
-    assert [p.exitcode for p in procs] == [0] * PROCESSES and compactor.exitcode == 0
+    try:
+        _run_ingest_processes(options, "db.pk")
+    finally:
+        open(stop, "w").close()
+        compactor.join(300)
+    assert compactor.exitcode == 0
 
     table = catalog.get_table("db.pk")
     snaps = check_history(table)
