@@ -49,7 +49,7 @@ test: venv paimon-venv lint browser dist/lakecore.zip
 # The real pipeline through Airflow (dag.test) on its embedded default: SQLite metadata DB,
 # local[2] Spark, everything under .demo/ (recreated on every run).
 demo: venv dist/lakecore.zip
-	$(PY) -m lakecore.demo --root .demo
+	PYTHONPATH=plugins $(PY) -m lake_airflow.demo --root .demo
 
 # The randomized model tests with the long profile: 10x the fast (CI) profile's operations,
 # freshly random each run (a failure prints its seed / reproduce blob), plus the crash matrix

@@ -86,7 +86,7 @@ BIG_RSS_LIMIT_MIB = 2 * 1024
 
 def _live_files(table: Any) -> list[tuple[str, Any]]:
     """(path, DataFileMeta) of every live data file of the latest snapshot."""
-    from lakecore.read.data_file_reader import data_file_path
+    from lakecore.io.data_file_reader import data_file_path
 
     splits = table.new_read_builder().new_scan().plan().splits()
     return [(data_file_path(table, s.partition, s.bucket, f), f) for s in splits for f in s.files]

@@ -31,7 +31,7 @@ from lakecore.format.binary_row import encode_row
 from lakecore.format.manifest import DataFileMeta, FileKind, FileSource, ManifestEntry
 from lakecore.format.snapshot import CommitKind, Snapshot
 from lakecore.format.stats import SimpleStats
-from lakecore.manifest_io import merge_entries
+from lakecore.store.manifest_io import merge_entries
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402

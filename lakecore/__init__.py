@@ -8,7 +8,7 @@ __all__ = ["CatalogFactory", "FileSystemCatalog", "Schema"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so that importing a leaf module (lakecore.types, ...) stays cheap.
+    # Lazy, so that importing a leaf module (lakecore.schema.types, ...) stays cheap.
     if name in ("CatalogFactory", "FileSystemCatalog"):
         from lakecore import catalog
 

@@ -14,10 +14,10 @@ from lakecore.errors import (
     TableAlreadyExistError,
     TableNotExistError,
 )
-from lakecore.fileio import FileIO
 from lakecore.lock import CatalogLock, lock_from_options
-from lakecore.maintenance.partition_time import check_partition_expiration_options
 from lakecore.schema import Schema, TableSchema
+from lakecore.schema.partition_time import check_partition_expiration_options
+from lakecore.store.file_io import FileIO
 from lakecore.table import FileStoreTable
 
 DB_SUFFIX = ".db"

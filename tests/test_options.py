@@ -21,7 +21,7 @@ from lakecore.options import (
     PartitionExpirationStrategy,
     StatsMode,
 )
-from lakecore.options_parse import (
+from lakecore.options.parse import (
     enum_parser,
     parse_bool,
     parse_duration,
@@ -32,7 +32,7 @@ from lakecore.options_parse import (
     parse_memory_size,
     parse_stats_mode,
 )
-from lakecore.options_registry import KEYED_OPTIONS, resolve_key
+from lakecore.options.registry import KEYED_OPTIONS, resolve_key
 
 PAIMON_PYTHON = Path(
     os.environ.get("LAKECORE_PAIMON_PYTHON")

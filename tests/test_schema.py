@@ -14,7 +14,7 @@ import pytest
 from lakecore.errors import CorruptFileError, OptionError, SchemaError
 from lakecore.options import MergeEngine
 from lakecore.schema import Schema, TableSchema, highest_field_id
-from lakecore.types import TypeRoot
+from lakecore.schema.types import TypeRoot
 
 PAIMON_PYTHON = Path(
     os.environ.get("LAKECORE_PAIMON_PYTHON")

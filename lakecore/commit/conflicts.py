@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from lakecore.errors import CommitConflictError
 from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import FileKind, ManifestEntry
-from lakecore.types import DataType
+from lakecore.schema.types import DataType
 
 
 def _describe(e: ManifestEntry) -> str:

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from lakecore.commit.commit_users import CommitUserIndex
 from lakecore.commit.conflicts import (
     check_bucket_counts,
     check_deletes_live,
     check_level_overlap,
 )
+from lakecore.commit.message import CommitMessage
 from lakecore.errors import (
     CommitConflictError,
     CommitRetryableError,
@@ -31,12 +31,12 @@ from lakecore.errors import (
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lakecore.manifest_io import merge_entries
-from lakecore.testing.faults import CrashStep, maybe_crash
-from lakecore.write.commit_message import CommitMessage
+from lakecore.store.commit_users import CommitUserIndex
+from lakecore.store.manifest_io import merge_entries
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class CommitResult:
 class FileStoreCommit:
     def __init__(
         self,
-        table: FileStoreTable,
+        table: FileStore,
         commit_user: str,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -81,7 +81,7 @@ class FileStoreCommit:
 
         Without ``since_id`` the walk is bounded by where the user can have committed: for a
         fresh user, this object's first attempt; for a named one, its commit-user marker
-        (``lakecore.commit.commit_users``). History older than that is never read."""
+        (``lakecore.store.commit_users``). History older than that is never read."""
         if since_id is None:
             if self.fresh_user:
                 if self._first_base_id is None:

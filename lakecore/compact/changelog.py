@@ -17,22 +17,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.format.manifest import DataFileMeta, FileSource
-from lakecore.kv_specs import file_writer_spec, merge_spec_for
-from lakecore.merge.spec import RowKind
-from lakecore.read.data_file_reader import read_data_file
-from lakecore.write.data_file_writer import RollingFileWriter
-from lakecore.write.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-from lakecore.write.sorted_runs import merge_runs
+from lakecore.io.data_file_reader import read_data_file
+from lakecore.io.data_file_writer import RollingFileWriter
+from lakecore.io.specs import file_writer_spec, merge_spec_for
+from lakecore.merge.runs import merge_runs
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 _ROW = "__lakecore_row"
 
 
 class ChangelogMaker:
-    def __init__(self, table: FileStoreTable, partition: Sequence[Any], bucket: int) -> None:
+    def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
         s = table.schema
         self.key_cols = [KEY_PREFIX + k for k in s.trimmed_primary_keys]

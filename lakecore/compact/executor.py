@@ -15,18 +15,18 @@ from lakecore.compact.rewriter import MergeTreeRewriter
 from lakecore.compact.unit import CompactResult, CompactUnit
 from lakecore.compact.universal import CompactStrategy, create_compact_strategy, needs_lookup
 from lakecore.format.manifest import DataFileMeta, FileSource
-from lakecore.kv_specs import file_writer_spec
-from lakecore.read.data_file_reader import iter_data_file
-from lakecore.testing.faults import CrashStep, maybe_crash
-from lakecore.write.data_file_writer import RollingFileWriter
+from lakecore.io.data_file_reader import iter_data_file
+from lakecore.io.data_file_writer import RollingFileWriter
+from lakecore.io.specs import file_writer_spec
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
 
-def key_order(table: FileStoreTable) -> KeyOrder:
+def key_order(table: FileStore) -> KeyOrder:
     rt = table.schema.row_type
     return KeyOrder.of([rt.field(k).type for k in table.schema.trimmed_primary_keys])
 
@@ -34,7 +34,7 @@ def key_order(table: FileStoreTable) -> KeyOrder:
 class BucketCompactor:
     """Compacts one (partition, bucket) of a primary-key table from a known file list."""
 
-    def __init__(self, table: FileStoreTable, partition: Sequence[Any], bucket: int,
+    def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  files: Sequence[DataFileMeta], strategy: CompactStrategy | None = None,
                  chunk_rows: int = 128 * 1024) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
@@ -155,7 +155,7 @@ def _chain(acc: CompactResult, nxt: CompactResult, created: set[str],
     return CompactResult(tuple(before), tuple(after), acc.changelog + nxt.changelog)
 
 
-def compact_append_files(table: FileStoreTable, partition: Sequence[Any], bucket: int,
+def compact_append_files(table: FileStore, partition: Sequence[Any], bucket: int,
                          groups: Sequence[Sequence[DataFileMeta]]) -> CompactResult:
     """Rewrite each group of an append-only bucket into new files, rows in sequence order."""
     spec = file_writer_spec(table)

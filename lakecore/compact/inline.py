@@ -18,11 +18,11 @@ from lakecore.compact.universal import create_compact_strategy
 from lakecore.format.manifest import DataFileMeta
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
 class InlineCompactor:
-    def __init__(self, table: FileStoreTable, partition: Sequence[Any], bucket: int,
+    def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  restored: Sequence[DataFileMeta]) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
         self.files: list[DataFileMeta] = list(restored)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
+from lakecore.commit.message import CommitMessage
 from lakecore.compact.append_compaction import AppendCompaction, full_bucketed, pick_bucketed
 from lakecore.compact.executor import BucketCompactor, compact_append_files, key_order
 from lakecore.compact.levels import Levels
@@ -27,12 +28,11 @@ from lakecore.compact.universal import create_compact_strategy
 from lakecore.errors import CommitConflictError, CommitTimeoutError, LakecoreValidationError
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
-from lakecore.manifest_io import merge_entries
-from lakecore.testing.faults import CrashStep, maybe_crash
-from lakecore.write.commit_message import CommitMessage
+from lakecore.store.manifest_io import merge_entries
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ class CompactReport:
         return dict(self.__dict__)
 
 
-def _live_buckets(table: FileStoreTable, snapshot_id: int
+def _live_buckets(table: FileStore, snapshot_id: int
                   ) -> dict[tuple[bytes, int], list[Any]]:
     mio = table.manifest_io()
     snap = table.snapshot_manager.snapshot(snapshot_id)
@@ -96,7 +96,7 @@ def _matches(partition: tuple, keys: Sequence[str],
     return any(partition_equals(dict(p), list(keys))(partition) for p in partitions)
 
 
-def _has_work(table: FileStoreTable, files: Sequence[DataFileMeta], full: bool) -> bool:
+def _has_work(table: FileStore, files: Sequence[DataFileMeta], full: bool) -> bool:
     o = table.options
     if table.is_primary_key_table:
         levels = Levels(key_order(table), list(files), o.num_levels)
@@ -106,7 +106,7 @@ def _has_work(table: FileStoreTable, files: Sequence[DataFileMeta], full: bool) 
     return bool(_append_groups(table, files, full))
 
 
-def _append_groups(table: FileStoreTable, files: Sequence[DataFileMeta], full: bool
+def _append_groups(table: FileStore, files: Sequence[DataFileMeta], full: bool
                    ) -> list[tuple[DataFileMeta, ...]]:
     ac = AppendCompaction.from_options(table.options)
     if table.options.bucket == -1:
@@ -118,7 +118,7 @@ def _append_groups(table: FileStoreTable, files: Sequence[DataFileMeta], full: b
     return [tuple(pick.compact_before)] if pick.compact_before else []
 
 
-def plan_compaction(table: FileStoreTable, partitions: Sequence[Mapping[str, Any]] | None = None,
+def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | None = None,
                     full: bool = False, max_buckets: int | None = None) -> CompactionPlan:
     """The buckets of the latest snapshot that need compaction (optionally some partitions)."""
     latest = table.snapshot_manager.latest_id()
@@ -145,7 +145,7 @@ def plan_compaction(table: FileStoreTable, partitions: Sequence[Mapping[str, Any
     return CompactionPlan(latest, tuple(tasks), considered, reason)
 
 
-def run_bucket_task(table: FileStoreTable, task: BucketTask, full: bool) -> CommitMessage | None:
+def run_bucket_task(table: FileStore, task: BucketTask, full: bool) -> CommitMessage | None:
     """Compact one bucket (writes files; commits nothing). Runs on a Spark executor as is."""
     if table.is_primary_key_table:
         result = BucketCompactor(table, task.partition, task.bucket, task.files).compact(full)
@@ -165,7 +165,7 @@ def run_bucket_task(table: FileStoreTable, task: BucketTask, full: bool) -> Comm
     )
 
 
-def commit_compaction(table: FileStoreTable, messages: Sequence[CommitMessage],
+def commit_compaction(table: FileStore, messages: Sequence[CommitMessage],
                       commit_user: str | None = None,
                       identifier: int = BATCH_COMMIT_IDENTIFIER,
                       base_snapshot_id: int | None = None) -> CommitResult:
@@ -183,7 +183,7 @@ def commit_compaction(table: FileStoreTable, messages: Sequence[CommitMessage],
         raise
 
 
-def compact(table: FileStoreTable, partitions: Sequence[Mapping[str, Any]] | None = None,
+def compact(table: FileStore, partitions: Sequence[Mapping[str, Any]] | None = None,
             full: bool = False, commit_user: str | None = None) -> CompactReport:
     """Plan, run every bucket here, and commit: the dedicated compaction without Spark."""
     start = time.monotonic()

@@ -15,7 +15,7 @@ from typing import Any
 
 from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import DataFileMeta
-from lakecore.types import DataType
+from lakecore.schema.types import DataType
 
 KeyDecoder = Callable[[bytes], tuple[Any, ...]]
 """Turns BinaryRow key bytes into the tuple of key values."""

@@ -9,15 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource
-from lakecore.kv_specs import file_writer_spec, merge_spec_for
-from lakecore.read.data_file_reader import iter_sorted_run
-from lakecore.write.data_file_writer import RollingFileWriter
-from lakecore.write.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-from lakecore.write.sorted_runs import merge_runs
+from lakecore.io.data_file_reader import iter_sorted_run
+from lakecore.io.data_file_writer import RollingFileWriter
+from lakecore.io.specs import file_writer_spec, merge_spec_for
+from lakecore.merge.runs import merge_runs
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 Section = Sequence[Sequence[DataFileMeta]]  # sorted runs, each a list of files in key order
 
@@ -25,7 +25,7 @@ Section = Sequence[Sequence[DataFileMeta]]  # sorted runs, each a list of files 
 class MergeTreeRewriter:
     """Rewrites sections of one (partition, bucket) of a primary-key table."""
 
-    def __init__(self, table: FileStoreTable, partition: Sequence[Any], bucket: int,
+    def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  chunk_rows: int = 128 * 1024) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
         self.file_spec = file_writer_spec(table)

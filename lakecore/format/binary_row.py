@@ -17,7 +17,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any
 
 from lakecore.errors import SchemaError
-from lakecore.types import DataType, TypeRoot
+from lakecore.schema.types import DataType, TypeRoot
 
 HEADER_SIZE_IN_BITS = 8
 MAX_FIX_PART_DATA_SIZE = 7

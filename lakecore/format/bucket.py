@@ -30,7 +30,7 @@ from lakecore.format.binary_row import (
     is_compact_timestamp,
     null_bits_size,
 )
-from lakecore.types import DataType, TypeRoot, to_arrow
+from lakecore.schema.types import DataType, TypeRoot, to_arrow
 
 SEED = 42
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)

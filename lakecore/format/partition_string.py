@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from lakecore.types import DataType, TypeRoot
+from lakecore.schema.types import DataType, TypeRoot
 
 _EPOCH = dt.date(1970, 1, 1)
 

@@ -23,7 +23,7 @@ from lakecore.lock.base import (
     CatalogLock,
     NoopLock,
 )
-from lakecore.options_parse import parse_bool, parse_duration
+from lakecore.options.parse import parse_bool, parse_duration
 
 LOCK_ENABLED = "lock.enabled"
 LOCK_TYPE = "lock.type"

@@ -12,7 +12,7 @@ with ``to_dict()`` for ``--json``. Decisions written down here:
 * **Clock**: every call takes ``now`` (a datetime; naive = local wall-clock, as Paimon), so
   retention and expiry are deterministic in tests.
 * **Crash safety**: deletions are quiet and ordered so that a rerun finishes the work; the
-  ``maybe_crash(CrashStep.*)`` calls (``lakecore.testing.faults``) are where the crash tests
+  ``maybe_crash(CrashStep.*)`` calls (``lakecore.utils.faults``) are where the crash tests
   kill the process.
 * **State lakecore keeps beside Paimon's files** lives under ``<table>/_lakecore/``
   (expired-partition records and the partition-expiry last-check time); see
@@ -37,7 +37,6 @@ from lakecore.maintenance.expire_snapshots import (
 )
 from lakecore.maintenance.maintain import AfterCommitReport, MaintainReport, after_commit, maintain
 from lakecore.maintenance.orphan_files import OrphanReport, remove_orphan_files
-from lakecore.maintenance.partition_time import check_partition_expiration_options
 from lakecore.maintenance.retention import ExpireConfig, expire_end
 from lakecore.maintenance.rollback import RollbackPlan, RollbackReport, rollback_to
 from lakecore.maintenance.tags import (
@@ -54,7 +53,6 @@ __all__ = [
     "AfterCommitReport", "ExpireConfig", "ExpirePlan", "ExpireReport", "MaintainReport",
     "OrphanReport", "PartitionExpirePlan", "PartitionExpireReport", "RollbackPlan",
     "RollbackReport", "TagDeleteReport", "TagInfo", "after_commit", "check_not_expired",
-    "check_partition_expiration_options",
     "create_tag", "delete_tag", "execute_expire_plan", "expire_end", "expire_partitions",
     "expire_snapshots", "expired_partition_records", "list_tags", "maintain",
     "maybe_expire_partitions", "plan_expire_snapshots", "plan_partition_expiry",

@@ -33,20 +33,20 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from lakecore.errors import CorruptFileError, PartitionExpiredError
-from lakecore.maintenance.partition_time import (
+from lakecore.maintenance.refs import live_entries, state_dir, to_epoch_millis, to_local_naive
+from lakecore.options import PartitionExpirationStrategy
+from lakecore.schema.partition_time import (
     PartitionTimeError,
     extract_time,
     validate_partition_expiration,
 )
-from lakecore.maintenance.refs import live_entries, state_dir, to_epoch_millis, to_local_naive
-from lakecore.options import PartitionExpirationStrategy
-from lakecore.paths import partition_value_string
-from lakecore.testing.faults import CrashStep, maybe_crash
+from lakecore.store.paths import partition_value_string
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 EXPIRED_DIR = "expired-partitions"
 LAST_CHECK_FILE = "partition-expire-last-check"
@@ -93,7 +93,7 @@ class PartitionExpireReport:
                 "snapshot_ids": list(self.snapshot_ids), "plan": self.plan.to_dict()}
 
 
-def _texts(table: FileStoreTable, values: Sequence[Any]) -> tuple[str, ...]:
+def _texts(table: FileStore, values: Sequence[Any]) -> tuple[str, ...]:
     """Partition values as Paimon's path/spec strings (null -> ``partition.default-name``)."""
     types = table.partition_codec.types
     default = table.options.partition_default_name
@@ -104,18 +104,18 @@ def _texts(table: FileStoreTable, values: Sequence[Any]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _spec(table: FileStoreTable, texts: Sequence[str]) -> dict[str, str]:
+def _spec(table: FileStore, texts: Sequence[str]) -> dict[str, str]:
     return dict(zip(table.partition_keys, texts, strict=True))
 
 
-def _value_time(table: FileStoreTable, values: Sequence[Any]) -> datetime:
+def _value_time(table: FileStore, values: Sequence[Any]) -> datetime:
     o = table.options
     texts = [None if v is None else t for v, t in zip(values, _texts(table, values), strict=True)]
     return extract_time(table.partition_keys, texts, o.partition_timestamp_pattern,
                         o.partition_timestamp_formatter)
 
 
-def validate_options(table: FileStoreTable) -> None:
+def validate_options(table: FileStore) -> None:
     """Raise ``OptionError`` when the partition-expiry options do not fit the partition keys
     (the lead wires the same check into table creation)."""
     o = table.options
@@ -124,7 +124,7 @@ def validate_options(table: FileStoreTable) -> None:
                                   o.partition_expiration_time is not None)
 
 
-def plan_partition_expiry(table: FileStoreTable, *, now: datetime | None = None
+def plan_partition_expiry(table: FileStore, *, now: datetime | None = None
                           ) -> PartitionExpirePlan:
     o = table.options
     strategy = o.partition_expiration_strategy
@@ -180,7 +180,7 @@ def plan_partition_expiry(table: FileStoreTable, *, now: datetime | None = None
 
 
 def expire_partitions(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     now: datetime | None = None,
     dry_run: bool = True,
@@ -206,7 +206,7 @@ def expire_partitions(
     return PartitionExpireReport(False, plan, result.snapshot_ids)
 
 
-def maybe_expire_partitions(table: FileStoreTable, *, now: datetime | None = None
+def maybe_expire_partitions(table: FileStore, *, now: datetime | None = None
                             ) -> PartitionExpireReport | None:
     """The writers' path: expire when ``partition.expiration-check-interval`` has passed since
     the last check (recorded under ``_lakecore/``); None when it is not time yet."""
@@ -224,21 +224,21 @@ def maybe_expire_partitions(table: FileStoreTable, *, now: datetime | None = Non
     return report
 
 
-def _read_last_check(table: FileStoreTable) -> int | None:
+def _read_last_check(table: FileStore) -> int | None:
     try:
         return int(table.file_io.read_text(f"{state_dir(table)}/{LAST_CHECK_FILE}").strip())
     except (CorruptFileError, ValueError):
         return None
 
 
-def _write_record(table: FileStoreTable, plan: PartitionExpirePlan, now: datetime | None) -> str:
+def _write_record(table: FileStore, plan: PartitionExpirePlan, now: datetime | None) -> str:
     millis = to_epoch_millis(now)
     return _write_partitions(table, f"expire-{millis}-{uuid.uuid4().hex[:12]}.json",
                              [dict(p) for p in plan.expired],
                              {"expiredAtMillis": millis, "strategy": plan.strategy})
 
 
-def _write_partitions(table: FileStoreTable, name: str, partitions: list[dict[str, str]],
+def _write_partitions(table: FileStore, name: str, partitions: list[dict[str, str]],
                       extra: dict[str, Any]) -> str:
     path = f"{state_dir(table)}/{EXPIRED_DIR}/{name}"
     body = {**extra, "partitionKeys": table.partition_keys, "partitions": partitions}
@@ -246,12 +246,12 @@ def _write_partitions(table: FileStoreTable, name: str, partitions: list[dict[st
     return path
 
 
-def _record_files(table: FileStoreTable) -> list[str]:
+def _record_files(table: FileStore) -> list[str]:
     return sorted(st.path for st in table.file_io.list_status(f"{state_dir(table)}/{EXPIRED_DIR}")
                   if not st.is_dir and st.path.endswith(".json"))
 
 
-def _read_record(table: FileStoreTable, path: str) -> list[dict[str, str]] | None:
+def _read_record(table: FileStore, path: str) -> list[dict[str, str]] | None:
     try:
         body = json.loads(table.file_io.read_text(path))
     except (CorruptFileError, ValueError):
@@ -259,7 +259,7 @@ def _read_record(table: FileStoreTable, path: str) -> list[dict[str, str]] | Non
     return [dict(p) for p in body.get("partitions", ()) if isinstance(p, dict)]
 
 
-def compact_records(table: FileStoreTable, max_files: int = RECORD_FILES_MAX) -> None:
+def compact_records(table: FileStore, max_files: int = RECORD_FILES_MAX) -> None:
     """Fold the record files into one when there are more than ``max_files`` (commits read them
     all). The union is written before the folded files go, so nothing is ever lost; a record a
     concurrent expirer adds meanwhile is simply not folded this time."""
@@ -281,7 +281,7 @@ def compact_records(table: FileStoreTable, max_files: int = RECORD_FILES_MAX) ->
         table.file_io.delete_quietly(path)
 
 
-def expired_partition_records(table: FileStoreTable) -> list[dict[str, str]]:
+def expired_partition_records(table: FileStore) -> list[dict[str, str]]:
     """Every partition a past expiry dropped (from the record files), oldest run first."""
     out: list[dict[str, str]] = []
     for path in _record_files(table):
@@ -290,7 +290,7 @@ def expired_partition_records(table: FileStoreTable) -> list[dict[str, str]]:
 
 
 def check_not_expired(
-    table: FileStoreTable,
+    table: FileStore,
     partitions: Iterable[Sequence[Any]],
     *,
     now: datetime | None = None,

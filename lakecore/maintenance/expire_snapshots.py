@@ -49,10 +49,10 @@ from lakecore.maintenance.refs import (
     to_epoch_millis,
 )
 from lakecore.maintenance.retention import ExpireConfig, expire_end
-from lakecore.testing.faults import CrashStep, maybe_crash
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class ExpireReport:
 
 
 def plan_expire_snapshots(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     now: datetime | None = None,
     config: ExpireConfig | None = None,
@@ -148,7 +148,7 @@ def plan_expire_snapshots(
     return _plan_range(table, snaps, cfg)
 
 
-def _plan_range(table: FileStoreTable, snaps: list[Snapshot], cfg: ExpireConfig) -> ExpirePlan:
+def _plan_range(table: FileStore, snaps: list[Snapshot], cfg: ExpireConfig) -> ExpirePlan:
     """Snapshots ``snaps[:-1]`` expire; ``snaps[-1]`` is the first one kept."""
     mio = table.manifest_io()
     end_snap, expired = snaps[-1], snaps[:-1]
@@ -190,7 +190,7 @@ def _plan_range(table: FileStoreTable, snaps: list[Snapshot], cfg: ExpireConfig)
 
 
 def _plan_data_files(
-    table: FileStoreTable,
+    table: FileStore,
     snaps: list[Snapshot],
     tagged: list[Snapshot],
     end_snap: Snapshot,
@@ -248,7 +248,7 @@ def _previous(tagged: list[Snapshot], sid: int) -> Snapshot | None:
     return prev
 
 
-def _keys_or_none(table: FileStoreTable, snap: Snapshot) -> set[FileKey] | None:
+def _keys_or_none(table: FileStore, snap: Snapshot) -> set[FileKey] | None:
     try:
         return live_file_keys(table.manifest_io(), snap)
     except CorruptFileError:
@@ -256,7 +256,7 @@ def _keys_or_none(table: FileStoreTable, snap: Snapshot) -> set[FileKey] | None:
 
 
 def _plan_manifests(
-    table: FileStoreTable,
+    table: FileStore,
     expired: list[Snapshot],
     protectors: list[Snapshot],
     notes: list[str],
@@ -288,7 +288,7 @@ def _plan_manifests(
     return tuple(manifests), tuple(lists)
 
 
-def execute_expire_plan(table: FileStoreTable, plan: ExpirePlan) -> ExpireReport:
+def execute_expire_plan(table: FileStore, plan: ExpirePlan) -> ExpireReport:
     """Delete what ``plan`` names, in Paimon's order. Idempotent."""
     details: dict[str, int] = {}
     n_data, b_data = delete_files(table, plan.data_files, CrashStep.EXPIRE_MID_DATA_FILES)
@@ -320,7 +320,7 @@ def execute_expire_plan(table: FileStoreTable, plan: ExpirePlan) -> ExpireReport
                         b_data + b_log + b_man + b_list, details)
 
 
-def _commit_earliest_hint(table: FileStoreTable, end: int) -> None:
+def _commit_earliest_hint(table: FileStore, end: int) -> None:
     """EARLIEST = ``end``, unless a concurrent expirer already moved past it."""
     sm = table.snapshot_manager
     target = end
@@ -333,7 +333,7 @@ def _commit_earliest_hint(table: FileStoreTable, end: int) -> None:
 
 
 def expire_snapshots(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     dry_run: bool = True,
     now: datetime | None = None,

@@ -19,7 +19,7 @@ from lakecore.maintenance.expire_snapshots import ExpireReport, expire_snapshots
 from lakecore.maintenance.orphan_files import remove_orphan_files
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 COMPACT_MODES = ("none", "universal", "full")
@@ -35,7 +35,7 @@ class AfterCommitReport:
                 "snapshots": self.snapshots.to_dict()}
 
 
-def after_commit(table: FileStoreTable, *, now: datetime | None = None
+def after_commit(table: FileStore, *, now: datetime | None = None
                  ) -> AfterCommitReport | None:
     """What a writer that is not ``write-only`` runs after each successful commit, in Paimon's
     order: partition expiry when its check interval has passed, then snapshot expiry.
@@ -72,7 +72,7 @@ class MaintainReport:
                 "steps": [s.to_dict() for s in self.steps]}
 
 
-def _compact(table: FileStoreTable, mode: str, dry_run: bool) -> StepResult:
+def _compact(table: FileStore, mode: str, dry_run: bool) -> StepResult:
     if mode == "none":
         return StepResult("compact", "skipped", reason="not requested")
     if dry_run:
@@ -91,7 +91,7 @@ def _compact(table: FileStoreTable, mode: str, dry_run: bool) -> StepResult:
 
 
 def maintain(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     dry_run: bool = True,
     now: datetime | None = None,
@@ -126,7 +126,7 @@ def maintain(
     return MaintainReport(dry_run, tuple(steps))
 
 
-def _partitions(table: FileStoreTable, dry_run: bool, now: datetime | None) -> StepResult:
+def _partitions(table: FileStore, dry_run: bool, now: datetime | None) -> StepResult:
     if table.options.partition_expiration_time is None:
         return StepResult("expire-partitions", "skipped",
                           reason="partition.expiration-time is not set")

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from lakecore.commit.commit_users import PREFIX, CommitUserIndex
 from lakecore.errors import CorruptFileError, MaintenanceError
 from lakecore.format.snapshot import Snapshot
 from lakecore.maintenance.refs import (
@@ -36,11 +35,12 @@ from lakecore.maintenance.refs import (
     snapshot_or_none,
     to_epoch_millis,
 )
-from lakecore.paths import BUCKET_PREFIX
-from lakecore.testing.faults import CrashStep
+from lakecore.store.commit_users import PREFIX, CommitUserIndex
+from lakecore.store.paths import BUCKET_PREFIX
+from lakecore.utils.faults import CrashStep
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 DEFAULT_OLDER_THAN = timedelta(days=1)
 _SNAPSHOT_FILE = re.compile(r"^snapshot-\d+$")
@@ -83,7 +83,7 @@ def cutoff_millis(older_than: timedelta | datetime | None, now: datetime | None)
     return cut
 
 
-def _snapshot_like(table: FileStoreTable) -> list[Snapshot | dict[str, Any]]:
+def _snapshot_like(table: FileStore) -> list[Snapshot | dict[str, Any]]:
     """Every existing snapshot, every tag, and (as raw JSON) Java's long-lived changelogs."""
     out: list[Snapshot | dict[str, Any]] = []
     for sid in table.snapshot_manager.list_ids():
@@ -110,7 +110,7 @@ def _lists_of(s: Snapshot | dict[str, Any]) -> list[str]:
     return [n for n in names if isinstance(n, str) and n]
 
 
-def used_files(table: FileStoreTable) -> tuple[set[str], set[str]]:
+def used_files(table: FileStore) -> tuple[set[str], set[str]]:
     """(manifest and manifest-list names, data/changelog/extra file names) in use."""
     mio, fio = table.manifest_io(), table.file_io
     meta: set[str] = set()
@@ -146,10 +146,10 @@ def used_files(table: FileStoreTable) -> tuple[set[str], set[str]]:
     return meta, data
 
 
-def _stale_commit_user_markers(table: FileStoreTable, cut: int) -> list[FileRef]:
+def _stale_commit_user_markers(table: FileStore, cut: int) -> list[FileRef]:
     """Markers (and their temporary leftovers) of commit users that no snapshot or tag
     names any more, last written before the cut-off: such a user's commits are gone, so a
-    rerun would commit again anyway (see ``lakecore.commit.commit_users``)."""
+    rerun would commit again anyway (see ``lakecore.store.commit_users``)."""
     index = CommitUserIndex(table.file_io, table.table_path)
     statuses = [st for st in table.file_io.list_status(index.dir)
                 if not st.is_dir and st.mtime_millis is not None and st.mtime_millis < cut]
@@ -163,7 +163,7 @@ def _stale_commit_user_markers(table: FileStoreTable, cut: int) -> list[FileRef]
             or (st.path in markers and markers[st.path] not in users)]
 
 
-def _bucket_dirs(table: FileStoreTable) -> list[str]:
+def _bucket_dirs(table: FileStore) -> list[str]:
     fio = table.file_io
     level = [table.table_path]
     for _ in table.partition_keys:
@@ -174,7 +174,7 @@ def _bucket_dirs(table: FileStoreTable) -> list[str]:
 
 
 def plan_orphan_files(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     older_than: timedelta | datetime | None = None,
     now: datetime | None = None,
@@ -212,7 +212,7 @@ def plan_orphan_files(
 
 
 def remove_orphan_files(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     older_than: timedelta | datetime | None = None,
     now: datetime | None = None,

@@ -19,11 +19,11 @@ from lakecore.errors import CorruptFileError, SnapshotNotExistError
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import Snapshot
-from lakecore.manifest_io import ManifestIO, merge_entries
-from lakecore.testing.faults import CrashStep, maybe_crash
+from lakecore.store.manifest_io import ManifestIO, merge_entries
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 # A data file's identity for deletion decisions: (partition bytes, bucket, file name). The level
 # is left out on purpose: an upgraded file is the same file on disk at another level.
@@ -55,21 +55,21 @@ def to_local_naive(now: datetime | None) -> datetime:
     return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now
 
 
-# -- table-relative paths not in PathFactory (lakecore.paths is shared; see the report) --------
-def state_dir(table: FileStoreTable) -> str:
+# -- table-relative paths not in PathFactory --
+def state_dir(table: FileStore) -> str:
     return f"{table.table_path}/{STATE_DIR}"
 
 
-def consumer_dir(table: FileStoreTable) -> str:
+def consumer_dir(table: FileStore) -> str:
     return f"{table.table_path}/consumer"
 
 
-def branch_dir(table: FileStoreTable) -> str:
+def branch_dir(table: FileStore) -> str:
     return f"{table.table_path}/branch"
 
 
 # -- snapshots, tags, consumers ------------------------------------------------------------
-def snapshot_or_none(table: FileStoreTable, snapshot_id: int) -> Snapshot | None:
+def snapshot_or_none(table: FileStore, snapshot_id: int) -> Snapshot | None:
     """The snapshot, or None when its file is gone (expired or deleted by hand)."""
     try:
         return table.snapshot_manager.snapshot(snapshot_id)
@@ -81,7 +81,7 @@ def snapshot_or_none(table: FileStoreTable, snapshot_id: int) -> Snapshot | None
         raise
 
 
-def read_tags(table: FileStoreTable) -> list[tuple[str, Snapshot]]:
+def read_tags(table: FileStore) -> list[tuple[str, Snapshot]]:
     """Every tag as (name, snapshot), ordered by snapshot id then name."""
     out: list[tuple[str, Snapshot]] = []
     for st in table.file_io.list_status(table.paths.tag_dir):
@@ -107,7 +107,7 @@ def tagged_snapshots(tags: Iterable[tuple[str, Snapshot]]) -> list[Snapshot]:
     return [by_id[i] for i in sorted(by_id)]
 
 
-def consumer_min_next_snapshot(table: FileStoreTable) -> int | None:
+def consumer_min_next_snapshot(table: FileStore) -> int | None:
     """The smallest ``nextSnapshot`` of Paimon consumers (``consumer/consumer-<id>``): a
     streaming reader still needs that snapshot and everything after it."""
     found: list[int] = []
@@ -179,7 +179,7 @@ def added_entries(entries: Iterable[ManifestEntry]) -> Iterable[ManifestEntry]:
 class DataPaths:
     """Paths of data files (and their extra files) from manifest entries, bucket dirs cached."""
 
-    def __init__(self, table: FileStoreTable) -> None:
+    def __init__(self, table: FileStore) -> None:
         self.table = table
         self._dirs: dict[tuple[bytes, int], str] = {}
 
@@ -198,7 +198,7 @@ class DataPaths:
         return [FileRef(main, f.file_size)] + [FileRef(f"{d}/{x}", 0) for x in f.extra_files]
 
 
-def list_ref(table: FileStoreTable, name: str, size: int | None) -> FileRef:
+def list_ref(table: FileStore, name: str, size: int | None) -> FileRef:
     """A manifest (list) file; its size from the snapshot when recorded, else from storage."""
     path = table.paths.manifest_path(name)
     if size is None:
@@ -209,10 +209,10 @@ def list_ref(table: FileStoreTable, name: str, size: int | None) -> FileRef:
     return FileRef(path, size)
 
 
-def delete_files(table: FileStoreTable, files: Iterable[FileRef],
+def delete_files(table: FileStore, files: Iterable[FileRef],
                  crash_step: CrashStep | None = None) -> tuple[int, int]:
     """Delete quietly (idempotent); returns (files deleted now, their bytes). ``crash_step``
-    is the fault-injection point reached after each file (``lakecore.testing.faults``)."""
+    is the fault-injection point reached after each file (``lakecore.utils.faults``)."""
     n = size = 0
     for f in files:
         if table.file_io.delete_quietly(f.path):
@@ -223,7 +223,7 @@ def delete_files(table: FileStoreTable, files: Iterable[FileRef],
     return n, size
 
 
-def remove_empty_dirs(table: FileStoreTable, dirs: Iterable[str]) -> None:
+def remove_empty_dirs(table: FileStore, dirs: Iterable[str]) -> None:
     """``snapshot.clean-empty-directories``: drop bucket and partition directories that became
     empty, deepest first. Local filesystems only: ``os.rmdir`` refuses a directory a writer
     just put a file into, whereas object stores have no directories to leave behind."""

@@ -33,10 +33,10 @@ from lakecore.maintenance.refs import (
     snapshot_or_none,
 )
 from lakecore.maintenance.tags import tag_snapshot
-from lakecore.testing.faults import CrashStep, maybe_crash
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
@@ -79,7 +79,7 @@ class RollbackReport:
 
 
 def plan_rollback(
-    table: FileStoreTable, *, snapshot_id: int | None = None, tag: str | None = None
+    table: FileStore, *, snapshot_id: int | None = None, tag: str | None = None
 ) -> RollbackPlan:
     if (snapshot_id is None) == (tag is None):
         raise MaintenanceError("rollback needs exactly one of a snapshot id or a tag name")
@@ -137,7 +137,7 @@ def plan_rollback(
                         tuple(n for n, _ in removed_tags), tuple(files.values()))
 
 
-def execute_rollback(table: FileStoreTable, plan: RollbackPlan) -> RollbackReport:
+def execute_rollback(table: FileStore, plan: RollbackPlan) -> RollbackReport:
     sm, fio = table.snapshot_manager, table.file_io
 
     def cut() -> int:
@@ -169,7 +169,7 @@ def execute_rollback(table: FileStoreTable, plan: RollbackPlan) -> RollbackRepor
 
 
 def rollback_to(
-    table: FileStoreTable,
+    table: FileStore,
     *,
     snapshot_id: int | None = None,
     tag: str | None = None,

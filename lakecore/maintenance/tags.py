@@ -34,10 +34,10 @@ from lakecore.maintenance.refs import (
     read_tags,
     snapshot_or_none,
 )
-from lakecore.testing.faults import CrashStep, maybe_crash
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,12 @@ def check_tag_name(name: str) -> None:
                                "or control characters")
 
 
-def list_tags(table: FileStoreTable) -> list[TagInfo]:
+def list_tags(table: FileStore) -> list[TagInfo]:
     """Every tag, ordered by snapshot id then name."""
     return [TagInfo.of(n, s) for n, s in read_tags(table)]
 
 
-def tag_snapshot(table: FileStoreTable, name: str) -> Snapshot:
+def tag_snapshot(table: FileStore, name: str) -> Snapshot:
     """The snapshot a tag pins (its files are kept even after the snapshot expired)."""
     check_tag_name(name)
     path = table.paths.tag_path(name)
@@ -82,14 +82,14 @@ def tag_snapshot(table: FileStoreTable, name: str) -> Snapshot:
         raise
 
 
-def scan_tag_snapshot(table: FileStoreTable) -> Snapshot | None:
+def scan_tag_snapshot(table: FileStore) -> Snapshot | None:
     """For ``TableScan``: the snapshot named by ``scan.tag-name``, or None when unset."""
     name = table.options.scan_tag_name
     return None if name is None else tag_snapshot(table, name)
 
 
 def create_tag(
-    table: FileStoreTable,
+    table: FileStore,
     name: str,
     snapshot_id: int | None = None,
     *,
@@ -130,7 +130,7 @@ class TagDeleteReport:
         return out
 
 
-def plan_tag_cleanup(table: FileStoreTable, name: str) -> tuple[Snapshot, list[FileRef], str]:
+def plan_tag_cleanup(table: FileStore, name: str) -> tuple[Snapshot, list[FileRef], str]:
     """The files deleting tag ``name`` frees: none while its snapshot exists or another tag
     pins the same snapshot; otherwise what no neighbour holds."""
     snap = tag_snapshot(table, name)
@@ -177,7 +177,7 @@ def plan_tag_cleanup(table: FileStoreTable, name: str) -> tuple[Snapshot, list[F
     return snap, list(files.values()), ""
 
 
-def delete_tag(table: FileStoreTable, name: str, *, dry_run: bool = True) -> TagDeleteReport:
+def delete_tag(table: FileStore, name: str, *, dry_run: bool = True) -> TagDeleteReport:
     """Delete a tag (the tag file first, then the files only it held)."""
     snap, files, note = plan_tag_cleanup(table, name)
     if dry_run:

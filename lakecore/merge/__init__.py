@@ -3,24 +3,12 @@ as Paimon's merge engines do, with columnar (pyarrow / numpy) code only."""
 
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
-from lakecore.merge.spec import (
-    KEY_PREFIX,
-    SEQUENCE_NUMBER,
-    VALUE_KIND,
-    AggregateFunction,
-    MergeEngine,
-    MergeSpec,
-    RowKind,
-)
+from lakecore.merge.spec import AggregateFunction, MergeEngine, MergeSpec
 
 __all__ = [
-    "KEY_PREFIX",
-    "SEQUENCE_NUMBER",
-    "VALUE_KIND",
     "AggregateFunction",
     "MergeEngine",
     "MergeSpec",
-    "RowKind",
     "group_starts",
     "merge_sorted",
     "sort_kv",

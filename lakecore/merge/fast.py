@@ -12,9 +12,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from lakecore.format.kv import VALUE_KIND, RowKind
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
-from lakecore.merge.spec import VALUE_KIND, MergeEngine, MergeSpec, RowKind
+from lakecore.merge.spec import MergeEngine, MergeSpec
 
 
 def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,

@@ -29,18 +29,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import MergeError
+from lakecore.format.kv import KEY_PREFIX, KV_SYSTEM_COLUMNS, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.merge.aggregates import Groups, RetractionError, aggregate
 from lakecore.merge.sort import group_starts
-from lakecore.merge.spec import (
-    KEY_PREFIX,
-    SEQUENCE_NUMBER,
-    SYSTEM_COLUMNS,
-    VALUE_KIND,
-    AggregateFunction,
-    MergeEngine,
-    MergeSpec,
-    RowKind,
-)
+from lakecore.merge.spec import AggregateFunction, MergeEngine, MergeSpec
 
 
 @dataclass
@@ -232,7 +224,7 @@ def _max_sequence(
 
 def _value_columns(table: pa.Table) -> list[str]:
     return [
-        c for c in table.column_names if c not in SYSTEM_COLUMNS and not c.startswith(KEY_PREFIX)
+        c for c in table.column_names if c not in KV_SYSTEM_COLUMNS and not c.startswith(KEY_PREFIX)
     ]
 
 

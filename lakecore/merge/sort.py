@@ -13,7 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.merge.spec import SEQUENCE_NUMBER, MergeSpec
+from lakecore.format.kv import SEQUENCE_NUMBER
+from lakecore.merge.spec import MergeSpec
 
 
 def sort_kv(table: pa.Table, spec: MergeSpec) -> pa.Table:

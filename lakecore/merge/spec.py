@@ -11,34 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum, IntEnum
+from enum import Enum
 from types import MappingProxyType
 
 from lakecore.errors import OptionError
-from lakecore.options_registry import AggregateFunction, parse_aggregate_function
-
-KEY_PREFIX = "_KEY_"
-SEQUENCE_NUMBER = "_SEQUENCE_NUMBER"
-VALUE_KIND = "_VALUE_KIND"
-SYSTEM_COLUMNS = frozenset({SEQUENCE_NUMBER, VALUE_KIND})
-
-
-class RowKind(IntEnum):
-    """Paimon's row kinds, stored as ``_VALUE_KIND`` (int8) in data files."""
-
-    INSERT = 0
-    UPDATE_BEFORE = 1
-    UPDATE_AFTER = 2
-    DELETE = 3
-
-    @property
-    def is_retract(self) -> bool:
-        """-U and -D retract a previous row; +I and +U add one (Paimon's ``isRetract``)."""
-        return self in (RowKind.UPDATE_BEFORE, RowKind.DELETE)
-
-    @property
-    def short_string(self) -> str:
-        return ("+I", "-U", "+U", "-D")[self.value]
+from lakecore.format.kv import KEY_PREFIX
+from lakecore.options.registry import AggregateFunction, parse_aggregate_function
 
 
 class MergeEngine(Enum):

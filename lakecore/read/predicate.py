@@ -10,7 +10,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from lakecore.errors import SchemaError
-from lakecore.types import RowType
+from lakecore.schema.types import RowType
 
 _CMP: dict[str, Callable[[Any, Any], bool]] = {
     "equal": lambda a, b: a == b,

@@ -11,14 +11,14 @@ from lakecore.errors import SchemaError
 from lakecore.read.predicate import Predicate, PredicateBuilder
 from lakecore.read.scan import Plan, Split, TableScan
 from lakecore.read.split_read import ROW_KIND_COLUMN, SplitRead
-from lakecore.types import to_arrow
+from lakecore.schema.types import to_arrow
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
 class ReadBuilder:
-    def __init__(self, table: FileStoreTable) -> None:
+    def __init__(self, table: FileStore) -> None:
         self.table = table
         self.predicate: Predicate | None = None
         self.projection: list[str] | None = None
@@ -53,7 +53,7 @@ class ReadBuilder:
 
 class TableRead:
     def __init__(
-        self, table: FileStoreTable, projection: list[str] | None, predicate: Predicate | None
+        self, table: FileStore, projection: list[str] | None, predicate: Predicate | None
     ) -> None:
         self.table = table
         self._read = SplitRead(table, projection, predicate)

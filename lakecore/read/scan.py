@@ -11,11 +11,11 @@ from lakecore.errors import SnapshotNotExistError
 from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.snapshot import CommitKind, Snapshot
-from lakecore.manifest_io import merge_entries
 from lakecore.read.predicate import Predicate, split_and
+from lakecore.store.manifest_io import merge_entries
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class Plan:
 
 
 class TableScan:
-    def __init__(self, table: FileStoreTable, predicate: Predicate | None = None) -> None:
+    def __init__(self, table: FileStore, predicate: Predicate | None = None) -> None:
         self.table = table
         self.predicate = predicate
 

@@ -14,15 +14,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.format.binary_row import decode_row
+from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta
-from lakecore.read.data_file_reader import read_data_file
+from lakecore.io.data_file_reader import read_data_file
+from lakecore.merge.runs import merge_runs
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
-from lakecore.write.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
-from lakecore.write.sorted_runs import merge_runs
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 ROW_KIND_COLUMN = "_ROW_KIND"
 
@@ -47,7 +47,7 @@ def key_sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[Da
 class SplitRead:
     def __init__(
         self,
-        table: FileStoreTable,
+        table: FileStore,
         projection: list[str] | None,
         predicate: Predicate | None,
     ) -> None:
@@ -61,7 +61,7 @@ class SplitRead:
                 self.read_names.append(c)
         self.is_pk = bool(s.primary_keys)
         if self.is_pk:
-            from lakecore.kv_specs import merge_spec_for
+            from lakecore.io.specs import merge_spec_for
 
             self.merge_spec = merge_spec_for(table, self.read_names)
             self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]

@@ -12,6 +12,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.commit.message import CommitMessage
 from lakecore.compact.job import BucketTask, CompactionPlan, commit_compaction, plan_compaction
 from lakecore.spark.faults import instrument_commit
 from lakecore.spark.ingest import Stage, default_commit_user, no_stage
@@ -19,7 +20,6 @@ from lakecore.spark.messages import FileStats, decode_all, message_accumulator, 
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.tasks import CompactTask
 from lakecore.table import FileStoreTable
-from lakecore.write.commit_message import CommitMessage
 
 log = logging.getLogger("lakecore.spark.compact")
 

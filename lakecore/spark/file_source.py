@@ -20,9 +20,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import SchemaError
-from lakecore.fileio import FileIO
 from lakecore.spark.shuffle import split_rows
 from lakecore.spark.table_ref import TableRef
+from lakecore.store.file_io import FileIO
 
 PATH_COLUMN = "path"
 UNIT_DDL = "path string, first_row_group int, row_groups int"  # row_groups -1: the whole file

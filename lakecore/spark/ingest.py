@@ -15,6 +15,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
+from lakecore.commit.message import CommitMessage
 from lakecore.errors import CommitOutcomeUnknownError, SchemaError
 from lakecore.spark.faults import instrument_commit
 from lakecore.spark.file_source import plan_parquet_source
@@ -29,7 +30,6 @@ from lakecore.spark.write_stage import (
     write_plan,
 )
 from lakecore.table import FileStoreTable
-from lakecore.write.commit_message import CommitMessage
 
 log = logging.getLogger("lakecore.spark.ingest")
 Stage = Callable[[str], AbstractContextManager[None]]

@@ -19,8 +19,8 @@ from typing import Any
 from pyspark import Accumulator, AccumulatorParam, SparkContext
 
 from lakecore import errors
+from lakecore.commit.message import CommitMessage, deserialize_messages
 from lakecore.errors import LakecoreError, LakecoreValidationError
-from lakecore.write.commit_message import CommitMessage, deserialize_messages
 
 
 class SparkTaskError(LakecoreError):

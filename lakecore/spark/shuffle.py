@@ -21,11 +21,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from lakecore.arrow_util import group_by_columns
 from lakecore.errors import SchemaError
 from lakecore.format.bucket import bucket_ids
 from lakecore.spark.table_ref import TableRef
 from lakecore.table import FileStoreTable
+from lakecore.utils.arrow import group_by_columns
 from lakecore.write.conform import conform, row_kinds
 
 GROUP_COLUMN = "__lakecore_group"

@@ -12,12 +12,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from lakecore.commit.message import serialize_messages
 from lakecore.errors import LakecoreValidationError
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
 from lakecore.spark.shuffle import PAYLOAD_COLUMN, decode_piece
 from lakecore.spark.table_ref import TableRef
-from lakecore.write.commit_message import serialize_messages
 from lakecore.write.table_write import TableWrite
 
 WRITE_RESULT_DDL = (
@@ -158,7 +158,7 @@ class CompactTask:
 
 def _delete_written(table: Any, blobs: list[bytes]) -> None:
     from lakecore.commit.file_store_commit import FileStoreCommit
-    from lakecore.write.commit_message import deserialize_messages
+    from lakecore.commit.message import deserialize_messages
 
     FileStoreCommit(table, "abort").abort([m for b in blobs for m in deserialize_messages(b)])
 

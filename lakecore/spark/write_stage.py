@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.commit.message import CommitMessage
 from lakecore.spark.file_source import UNIT_DDL, FileSplitTask, ParquetSource, read_units
 from lakecore.spark.messages import (
     decode_all,
@@ -28,7 +29,6 @@ from lakecore.spark.shuffle import GROUP_COLUMN, SPLIT_RESULT_DDL, SplitTask
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.tasks import WRITE_RESULT_DDL, WriteTask
 from lakecore.table import FileStoreTable
-from lakecore.write.commit_message import CommitMessage
 
 log = logging.getLogger("lakecore.spark.ingest")
 PlanMaker = Callable[[object], DataFrame]

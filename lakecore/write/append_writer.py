@@ -7,11 +7,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.fileio import FileIO
+from lakecore.commit.message import CommitMessage
 from lakecore.format.manifest import FileSource
-from lakecore.paths import PathFactory
-from lakecore.write.commit_message import CommitMessage
-from lakecore.write.data_file_writer import FileWriterSpec, RollingFileWriter
+from lakecore.io.data_file_writer import FileWriterSpec, RollingFileWriter
+from lakecore.store.file_io import FileIO
+from lakecore.store.paths import PathFactory
 
 
 class AppendOnlyWriter:

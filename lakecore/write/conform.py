@@ -6,8 +6,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import SchemaError
-from lakecore.types import RowType, to_arrow
-from lakecore.write.kv import ROW_KINDS
+from lakecore.format.kv import ROW_KINDS
+from lakecore.schema.types import RowType, to_arrow
 
 
 def conform(data: pa.Table, row_type: RowType, primary_keys: list[str]) -> pa.Table:

@@ -17,15 +17,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from lakecore.fileio import FileIO
+from lakecore.commit.message import CommitMessage
+from lakecore.format.kv import to_kv
 from lakecore.format.manifest import FileSource
+from lakecore.io.data_file_writer import FileWriterSpec, RollingFileWriter
 from lakecore.merge.fast import sort_and_merge
+from lakecore.merge.runs import merge_runs
 from lakecore.merge.spec import MergeSpec
-from lakecore.paths import PathFactory
-from lakecore.write.commit_message import CommitMessage
-from lakecore.write.data_file_writer import FileWriterSpec, RollingFileWriter
-from lakecore.write.kv import to_kv
-from lakecore.write.sorted_runs import merge_runs
+from lakecore.store.file_io import FileIO
+from lakecore.store.paths import PathFactory
 
 if TYPE_CHECKING:
     from lakecore.compact.inline import InlineCompactor

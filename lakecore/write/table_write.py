@@ -9,16 +9,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lakecore.arrow_util import group_by_columns
+from lakecore.commit.message import CommitMessage
 from lakecore.compact.inline import InlineCompactor
 from lakecore.errors import SchemaError
 from lakecore.format.bucket import bucket_ids
 from lakecore.format.manifest import DataFileMeta
-from lakecore.kv_specs import file_writer_spec, merge_spec_for
-from lakecore.manifest_io import merge_entries
-from lakecore.table import FileStoreTable
+from lakecore.io.specs import file_writer_spec, merge_spec_for
+from lakecore.store.file_store import FileStore
+from lakecore.store.manifest_io import merge_entries
+from lakecore.utils.arrow import group_by_columns
 from lakecore.write.append_writer import AppendOnlyWriter
-from lakecore.write.commit_message import CommitMessage
 from lakecore.write.conform import conform, row_kinds
 from lakecore.write.merge_tree_writer import MergeTreeWriter
 
@@ -29,7 +29,7 @@ Writer = MergeTreeWriter | AppendOnlyWriter
 
 
 class TableWrite:
-    def __init__(self, table: FileStoreTable, commit_user: str) -> None:
+    def __init__(self, table: FileStore, commit_user: str) -> None:
         self.table = table
         self.commit_user = commit_user
         self.schema = table.schema

@@ -1,29 +1,35 @@
 """Write builders in pypaimon's shape: batch (one commit per builder) and stream (explicit
-commit identifiers, for jobs that commit again and again as the same commit user)."""
+commit identifiers, for jobs that commit again and again as the same commit user).
+
+What runs after a successful commit (Paimon's post-commit expiry) is handed in by the table as
+``after_commit``: the write layer does not import maintenance."""
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
+from lakecore.commit.message import CommitMessage
+from lakecore.errors import SchemaError
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
-from lakecore.table import FileStoreTable
-from lakecore.write.commit_message import CommitMessage
+from lakecore.store.file_store import FileStore
 from lakecore.write.table_write import TableWrite
 
 log = logging.getLogger(__name__)
 
+AfterCommit = Callable[[FileStore], object]
+"""What a writer that is not write-only runs after each landed commit (the table's expiry)."""
 
-def run_after_commit(table: FileStoreTable, result: CommitResult) -> None:
+
+def run_after_commit(table: FileStore, result: CommitResult,
+                     after_commit: AfterCommit | None) -> None:
     """Writers that are not write-only expire partitions and snapshots after each commit, as
     Paimon's do. The commit has landed: a failure here is logged, never raised."""
-    if not result.snapshot_ids or table.options.write_only:
+    if after_commit is None or not result.snapshot_ids or table.options.write_only:
         return
-    from lakecore.maintenance import after_commit
-
     try:
         after_commit(table)
     except Exception:  # noqa: BLE001 - maintenance must not undo a successful commit
@@ -31,8 +37,12 @@ def run_after_commit(table: FileStoreTable, result: CommitResult) -> None:
 
 
 class BatchWriteBuilder:
-    def __init__(self, table: FileStoreTable, commit_user: str | None = None) -> None:
+    """One batch write: ``new_write`` then ``new_commit``, optionally an overwrite."""
+
+    def __init__(self, table: FileStore, commit_user: str | None = None,
+                 after_commit: AfterCommit | None = None) -> None:
         self.table = table
+        self.after_commit = after_commit
         self.fresh_user = commit_user is None
         self.commit_user = commit_user or str(uuid.uuid4())
         self.static_partition: dict[str, Any] | None = None
@@ -53,8 +63,6 @@ class BatchWriteBuilder:
         true) or the whole table."""
         unknown = [k for k in (static_partition or {}) if k not in self.table.partition_keys]
         if unknown:
-            from lakecore.errors import SchemaError
-
             raise SchemaError(f"overwrite spec names non-partition column(s) {unknown}")
         self.is_overwrite = True
         self.static_partition = dict(static_partition or {})
@@ -72,10 +80,12 @@ class BatchWriteBuilder:
 
 
 class BatchTableWrite(TableWrite):
-    pass
+    """The write of a batch builder."""
 
 
 class BatchTableCommit:
+    """The commit of a batch builder: one commit (or overwrite) of its writes' messages."""
+
     def __init__(self, builder: BatchWriteBuilder) -> None:
         self.builder = builder
         self.table = builder.table
@@ -97,7 +107,7 @@ class BatchTableCommit:
             self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
         else:
             self.last_result = self._commit.commit(messages, BATCH_COMMIT_IDENTIFIER)
-        run_after_commit(self.table, self.last_result)
+        run_after_commit(self.table, self.last_result, b.after_commit)
         return self.last_result
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
@@ -108,8 +118,11 @@ class BatchTableCommit:
 
 
 class StreamWriteBuilder:
-    def __init__(self, table: FileStoreTable) -> None:
+    """Repeated commits as one commit user, each with an explicit commit identifier."""
+
+    def __init__(self, table: FileStore, after_commit: AfterCommit | None = None) -> None:
         self.table = table
+        self.after_commit = after_commit
         self.commit_user = str(uuid.uuid4())
 
     def with_commit_user(self, commit_user: str) -> StreamWriteBuilder:
@@ -120,22 +133,28 @@ class StreamWriteBuilder:
         return StreamTableWrite(self.table, self.commit_user)
 
     def new_commit(self) -> StreamTableCommit:
-        return StreamTableCommit(self.table, self.commit_user)
+        return StreamTableCommit(self.table, self.commit_user, self.after_commit)
 
 
 class StreamTableWrite(TableWrite):
+    """The write of a stream builder."""
+
     def prepare_commit(self, commit_identifier: int | None = None) -> list[CommitMessage]:  # type: ignore[override]
         return super().prepare_commit()
 
 
 class StreamTableCommit:
-    def __init__(self, table: FileStoreTable, commit_user: str) -> None:
+    """Commits of a stream builder, idempotent per commit identifier."""
+
+    def __init__(self, table: FileStore, commit_user: str,
+                 after_commit: AfterCommit | None = None) -> None:
         self.table = table
+        self.after_commit = after_commit
         self._commit = FileStoreCommit(table, commit_user)
 
     def commit(self, messages: Sequence[CommitMessage], commit_identifier: int) -> CommitResult:
         result = self._commit.commit(messages, commit_identifier)
-        run_after_commit(self.table, result)
+        run_after_commit(self.table, result, self.after_commit)
         return result
 
     def overwrite(
@@ -150,7 +169,7 @@ class StreamTableCommit:
             else None
         )
         result = self._commit.overwrite(messages, pf, commit_identifier)
-        run_after_commit(self.table, result)
+        run_after_commit(self.table, result, self.after_commit)
         return result
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:

@@ -41,7 +41,7 @@ def schema_for(spec: TableSpec) -> Schema:
     import pyarrow as pa
 
     from lakecore import Schema
-    from lakecore.types import parse_type, to_arrow
+    from lakecore.schema.types import parse_type, to_arrow
 
     fields = []
     for c in spec.columns:

@@ -3,7 +3,7 @@ throw-away PostgreSQL database per test session when ``LAKECORE_TEST_PG_URL`` is
 
 Airflow reads its configuration once per process, so everything that runs Airflow (DAG
 parsing, ``dag.test()``, the api-server) runs in a subprocess with its own environment
-(``lakecore.demo.airflow_env``); this process imports only the plugin's Airflow-free modules.
+(``lake_airflow.demo.airflow_env``); this process imports only the plugin's Airflow-free modules.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lake_airflow.demo import airflow_env
 
-from lakecore.demo import airflow_env
 from tests.airflow.conftest import REPO, run_python
 
 HEAVY = ("lakecore", "pyspark", "pyarrow")

@@ -13,12 +13,11 @@ import yaml
 from fastapi import HTTPException, Request
 from fastapi.testclient import TestClient
 from lake_airflow.config import LakeConfig, parse_config
+from lake_airflow.demo import customer_changes
 from lake_airflow.health.app import create_app, request_token
 from lake_airflow.health.report import health_report, scrub
 from lake_airflow.lock import LockTarget, ensure_lock_table
 from lake_airflow.tables import ensure_table, open_catalog
-
-from lakecore.demo import customer_changes
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "pw-9f8e7d"

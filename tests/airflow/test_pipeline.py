@@ -19,9 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-
-from lakecore import CatalogFactory
-from lakecore.demo import (
+from lake_airflow.demo import (
     airflow_env,
     customers_state,
     expected_customers,
@@ -31,6 +29,8 @@ from lakecore.demo import (
     write_customers,
     write_orders,
 )
+
+from lakecore import CatalogFactory
 from tests.airflow.conftest import airflow_cli
 
 pytestmark = pytest.mark.slow

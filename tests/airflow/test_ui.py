@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import requests
+from lake_airflow.demo import airflow_env, customer_changes
 
-from lakecore.demo import airflow_env, customer_changes
 from tests.airflow.conftest import REPO, airflow_cli
 
 pytestmark = pytest.mark.slow

@@ -15,7 +15,7 @@ from lakecore.compact.rewrite_plan import Rewrite, Upgrade
 from lakecore.format.binary_row import decode_row, encode_row
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.stats import EMPTY_STATS
-from lakecore.types import parse_type
+from lakecore.schema.types import parse_type
 
 KEY_TYPES = [parse_type("INT NOT NULL")]
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

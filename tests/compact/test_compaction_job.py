@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakecore.cli import main as cli_main
+from lakecore.cli.main import main as cli_main
 from lakecore.compact.job import compact, plan_compaction, run_bucket_task
 from lakecore.errors import CommitConflictError
 from lakecore.format.snapshot import CommitKind
@@ -135,8 +135,8 @@ def test_compaction_streams_buckets_larger_than_a_chunk(tmp_path):
     bc = BucketCompactor(t, split.partition, split.bucket, split.files, chunk_rows=4096)
     result = bc.compact(full=True)
     assert sum(f.row_count for f in result.after) == n + 3000
+    from lakecore.commit.message import CommitMessage
     from lakecore.compact.job import commit_compaction
-    from lakecore.write.commit_message import CommitMessage
 
     commit_compaction(t, [CommitMessage(split.partition, split.bucket, 1,
                                         compact_before=result.before,

@@ -119,7 +119,7 @@ def test_sorted_run_helpers() -> None:
 
 def test_key_order_sorts_by_value_with_nulls_first() -> None:
     from lakecore.format.binary_row import encode_row
-    from lakecore.types import parse_type
+    from lakecore.schema.types import parse_type
 
     types = [parse_type("STRING"), parse_type("BIGINT")]
     keys = KeyOrder(types)

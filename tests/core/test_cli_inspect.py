@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 
-from lakecore.cli import main
+from lakecore.cli.main import main
 from tests.core.helpers import make_table, write
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),

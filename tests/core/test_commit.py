@@ -8,9 +8,9 @@ import pyarrow as pa
 import pytest
 
 from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.commit.message import CommitMessage
 from lakecore.errors import CommitConflictError, CommitTimeoutError
 from lakecore.format.snapshot import CommitKind
-from lakecore.write.commit_message import CommitMessage
 from tests.core.helpers import make_table, read, table_files, write
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),

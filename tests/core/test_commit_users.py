@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 
 import pyarrow as pa
 
-from lakecore.commit.commit_users import CommitUserIndex
 from lakecore.commit.file_store_commit import FileStoreCommit
 from lakecore.maintenance import remove_orphan_files, rollback_to
+from lakecore.store.commit_users import CommitUserIndex
 from lakecore.table import FileStoreTable
 from tests.core.helpers import make_table, read, write
 

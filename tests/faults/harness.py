@@ -3,7 +3,7 @@
 Reusable by any test that crashes a lakecore process (writer, compactor, committer, expirer):
 
 * ``run_child(module, args, crash_at)`` runs ``python -m <module> <json args>`` with
-  ``LAKECORE_FAULT_CRASH_AT`` set (see ``lakecore.testing.faults``) and returns its result;
+  ``LAKECORE_FAULT_CRASH_AT`` set (see ``lakecore.utils.faults``) and returns its result;
 * ``metadata_files(table)`` is the table metadata no snapshot references: schemas, hints,
   the commit-user index and lakecore's own bookkeeping;
 * ``referenced_files(table)`` is every file the table needs: metadata, and the closure of
@@ -30,9 +30,9 @@ from typing import Any
 
 from lakecore.format.manifest import ManifestEntry
 from lakecore.format.snapshot import Snapshot
-from lakecore.manifest_io import merge_entries
+from lakecore.store.manifest_io import merge_entries
 from lakecore.table import FileStoreTable
-from lakecore.testing.faults import ENV_VAR, CrashStep, parse_target
+from lakecore.utils.faults import ENV_VAR, CrashStep, parse_target
 from tests.lock.backends import REPO_ROOT, child_env
 
 Row = dict[str, Any]

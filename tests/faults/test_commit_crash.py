@@ -17,7 +17,7 @@ import pytest
 from lakecore import CatalogFactory, Schema
 from lakecore.lock import SqlCatalogLock
 from lakecore.table import FileStoreTable
-from lakecore.testing.faults import CrashStep
+from lakecore.utils.faults import CrashStep
 from tests.faults import committer
 from tests.faults.harness import (
     all_files,

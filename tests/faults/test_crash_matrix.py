@@ -32,7 +32,7 @@ import pytest
 
 from lakecore.maintenance import expired_partition_records
 from lakecore.table import FileStoreTable
-from lakecore.testing.faults import CrashStep, parse_target
+from lakecore.utils.faults import CrashStep, parse_target
 from tests.faults import operations as ops
 from tests.faults.harness import (
     METADATA_DIRS,

@@ -23,7 +23,7 @@ import pytest
 
 from lakecore.errors import SchemaError
 from lakecore.format.binary_row import EMPTY_ROW, decode_row, encode_row
-from lakecore.types import DataType, parse_type, to_arrow
+from lakecore.schema.types import DataType, parse_type, to_arrow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PAIMON_PYTHON = Path(

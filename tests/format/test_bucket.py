@@ -31,7 +31,7 @@ from lakecore.format.bucket import (
     hash_row,
     hash_rows,
 )
-from lakecore.types import DataType, parse_type, to_arrow
+from lakecore.schema.types import DataType, parse_type, to_arrow
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PAIMON_PYTHON = Path(

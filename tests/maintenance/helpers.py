@@ -131,7 +131,7 @@ def full_compact(table: FileStoreTable, level: int = 5) -> tuple[int, ...]:
     """A COMPACT commit that rewrites every bucket into new files at ``level`` (what a full
     compaction does; lakecore.compact is built elsewhere)."""
     from lakecore.commit.file_store_commit import FileStoreCommit
-    from lakecore.write.commit_message import CommitMessage
+    from lakecore.commit.message import CommitMessage
     from lakecore.write.table_write import TableWrite
 
     groups = _live_by_bucket(table)
@@ -157,7 +157,7 @@ def upgrade_single_files(table: FileStoreTable, level: int = 5) -> tuple[int, ..
     """An upgrade-only COMPACT commit: every bucket holding exactly one level-0 file moves it
     to ``level`` without rewriting it (the same file name, now at another level)."""
     from lakecore.commit.file_store_commit import FileStoreCommit
-    from lakecore.write.commit_message import CommitMessage
+    from lakecore.commit.message import CommitMessage
 
     msgs = []
     for (pbytes, bucket), files in _live_by_bucket(table).items():

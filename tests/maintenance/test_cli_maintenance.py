@@ -1,4 +1,4 @@
-"""The maintenance subcommands, driven the way lakecore.cli will: register + run."""
+"""The maintenance subcommands, driven the way lakecore.cli.main does: register + run."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 from datetime import datetime, timedelta
 
 from lakecore import CatalogFactory
-from lakecore.cli_maintenance import COMMANDS, register, run
+from lakecore.cli.maintenance import COMMANDS, register, run
 from tests.core.helpers import table_files, write
 from tests.maintenance.helpers import commit_n, pk_table, rows
 

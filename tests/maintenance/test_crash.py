@@ -18,7 +18,7 @@ import pytest
 from lakecore import CatalogFactory
 from lakecore.maintenance import ExpireConfig, create_tag, expire_snapshots, rollback_to
 from lakecore.maintenance.rollback import plan_rollback
-from lakecore.testing.faults import ENV_VAR, CrashStep
+from lakecore.utils.faults import ENV_VAR, CrashStep
 from tests.compat.pypaimon_runner import paimon_available
 from tests.core.helpers import table_files, write
 from tests.maintenance.helpers import (

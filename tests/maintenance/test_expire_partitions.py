@@ -19,7 +19,7 @@ from lakecore.maintenance import (
 )
 from lakecore.maintenance.expire_partitions import LAST_CHECK_FILE
 from lakecore.maintenance.refs import state_dir, to_epoch_millis
-from lakecore.write import data_file_writer
+from lakecore.io import data_file_writer
 from tests.compat.pypaimon_runner import requires_paimon
 from tests.core.helpers import make_table, read, write
 from tests.maintenance.helpers import assert_paimon_agrees, pk_table, read_views, rows

@@ -7,7 +7,7 @@ from datetime import datetime
 import pytest
 
 from lakecore.errors import OptionError
-from lakecore.maintenance.partition_time import (
+from lakecore.schema.partition_time import (
     PartitionTimeError,
     extract_time,
     parse_timestamp,
@@ -92,8 +92,8 @@ def test_validation_against_partition_keys():
 
 
 def test_check_on_an_option_map():
-    from lakecore.maintenance.partition_time import check_partition_expiration_options
     from lakecore.options import CoreOptions
+    from lakecore.schema.partition_time import check_partition_expiration_options
 
     opts = CoreOptions.from_map({"partition.expiration-time": "7 d",
                                  "partition.timestamp-pattern": "$dt"})

@@ -6,7 +6,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.merge import SEQUENCE_NUMBER, VALUE_KIND, MergeEngine, MergeSpec, RowKind
+from lakecore.format.kv import SEQUENCE_NUMBER, VALUE_KIND, RowKind
+from lakecore.merge import MergeEngine, MergeSpec
 
 KIND = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER,
         "-D": RowKind.DELETE}

@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.errors import MergeError
-from lakecore.merge import SEQUENCE_NUMBER, VALUE_KIND, AggregateFunction, MergeEngine, MergeSpec
+from lakecore.format.kv import SEQUENCE_NUMBER, VALUE_KIND
+from lakecore.merge import AggregateFunction, MergeEngine, MergeSpec
 
 Row = dict[str, Any]
 RETRACT_KINDS = (1, 3)

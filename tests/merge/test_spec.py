@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from lakecore.errors import OptionError
-from lakecore.merge import AggregateFunction, MergeEngine, MergeSpec, RowKind
+from lakecore.format.kv import RowKind
+from lakecore.merge import AggregateFunction, MergeEngine, MergeSpec
 
 COLS = dict(key_columns=("_KEY_id",), value_columns=("dt", "id", "a", "b", "s", "ts"),
             primary_keys=("dt", "id"))

@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _older_than(text: str | None) -> timedelta | datetime | None:
-    from lakecore.options_parse import parse_duration
+    from lakecore.options.parse import parse_duration
 
     if text is None:
         return None

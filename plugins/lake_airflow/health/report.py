@@ -1,9 +1,9 @@
 """Table health as plain data, for the page and its JSON API.
 
 Per declared table: recent snapshots, live files and sorted runs per bucket, level-0 backlog,
-size amplification (``lakecore.inspect``), what compaction would do now, last compaction and
-last expiry, tags, and who holds the catalog lock. Nothing secret is in it: the lock database
-is described by dialect and connection id, never by URL.
+size amplification (``lakecore.maintenance.inspect``), what compaction would do now, last
+compaction and last expiry, tags, and who holds the catalog lock. Nothing secret is in it: the
+lock database is described by dialect and connection id, never by URL.
 """
 
 from __future__ import annotations
@@ -83,8 +83,8 @@ def last_task_run(dag_id: str, task_id: str) -> dict[str, Any] | None:
 def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
                   lock: LockTarget | None) -> dict[str, Any]:
     from lake_airflow.tables import compaction_preview, get_table
-    from lakecore.inspect import inspect_table
     from lakecore.maintenance import list_tags
+    from lakecore.maintenance.inspect import inspect_table
 
     out: dict[str, Any] = {"name": spec.name, "description": spec.description,
                            "slug": spec.slug}

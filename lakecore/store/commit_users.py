@@ -27,7 +27,7 @@ import logging
 from dataclasses import dataclass
 
 from lakecore.errors import CorruptFileError
-from lakecore.fileio import FileIO
+from lakecore.store.file_io import FileIO
 
 log = logging.getLogger(__name__)
 

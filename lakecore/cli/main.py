@@ -8,10 +8,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from lakecore import cli_maintenance
 from lakecore.catalog import CatalogFactory
+from lakecore.cli import maintenance as cli_maintenance
 from lakecore.errors import LakecoreError
-from lakecore.inspect import format_report, inspect_table
+from lakecore.maintenance.inspect import format_report, inspect_table
 
 CATALOG_KEYS = frozenset({"catalog-key", "lock-acquire-timeout", "lock-check-max-sleep"})
 

@@ -6,11 +6,11 @@ from collections import defaultdict
 from typing import Any
 
 from lakecore.format.partition_string import partition_value_string
-from lakecore.manifest_io import merge_entries
-from lakecore.table import FileStoreTable
+from lakecore.store.file_store import FileStore
+from lakecore.store.manifest_io import merge_entries
 
 
-def inspect_table(table: FileStoreTable, max_snapshots: int = 20) -> dict[str, Any]:
+def inspect_table(table: FileStore, max_snapshots: int = 20) -> dict[str, Any]:
     sm = table.snapshot_manager
     snaps = []
     for snap in sm.snapshots_backward():

@@ -22,9 +22,9 @@ import pyarrow as pa
 
 from lakecore.errors import CorruptFileError, OptionError, SchemaError
 from lakecore.options import CoreOptions
-from lakecore.options_registry import BUCKET
-from lakecore.schema_validation import validate_schema
-from lakecore.types import DataField, DataType, RowType, TypeRoot, arrow_schema, from_arrow
+from lakecore.options.registry import BUCKET
+from lakecore.schema.types import DataField, DataType, RowType, TypeRoot, arrow_schema, from_arrow
+from lakecore.schema.validation import validate_schema
 
 CURRENT_VERSION = 3
 PAIMON_07_VERSION = 1

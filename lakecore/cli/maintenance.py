@@ -75,7 +75,7 @@ def _when(text: str | None) -> datetime | None:
 
 
 def _older_than(text: str) -> timedelta | datetime:
-    from lakecore.options_parse import parse_duration
+    from lakecore.options.parse import parse_duration
 
     try:
         return parse_duration(text)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lakecore.fileio import FileIO
 from lakecore.format.binary_row import decode_row, encode_row
 from lakecore.format.manifest import (
     FileKind,
@@ -19,8 +18,9 @@ from lakecore.format.manifest_list import (
     encode_manifest_list,
 )
 from lakecore.format.stats import SimpleStats
-from lakecore.paths import PathFactory
-from lakecore.types import DataType
+from lakecore.schema.types import DataType
+from lakecore.store.file_io import FileIO
+from lakecore.store.paths import PathFactory
 
 
 class PartitionCodec:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from lakecore.errors import OptionError, SchemaError
 from lakecore.options import AggregateFunction, CoreOptions
-from lakecore.options_registry import (
+from lakecore.options.registry import (
     BUCKET,
     BUCKET_KEY,
     FIELD_AGGREGATE_FUNCTION,
@@ -25,14 +25,12 @@ from lakecore.options_registry import (
     ROWKIND_FIELD,
     SEQUENCE_FIELD,
 )
-from lakecore.types import DataField, DataType, TypeRoot
+from lakecore.schema.special_fields import KEY_PREFIX, SYSTEM_FIELD_NAMES
+from lakecore.schema.types import DataField, DataType, TypeRoot
 
 if TYPE_CHECKING:
     from lakecore.schema import Schema
 
-# Paimon's reserved column names (SpecialFields): the LSM system columns and the audit column.
-SYSTEM_FIELD_NAMES = frozenset({"_SEQUENCE_NUMBER", "_VALUE_KIND", "_LEVEL", "rowkind", "_ROW_ID"})
-KEY_FIELD_PREFIX = "_KEY_"
 
 _NUMERIC = frozenset(
     {
@@ -55,10 +53,10 @@ def validate_schema(schema: Schema) -> None:
         raise SchemaError("a table needs at least one column")
     _check_unique("column", names)
     for name in names:
-        if name in SYSTEM_FIELD_NAMES or name.startswith(KEY_FIELD_PREFIX):
+        if name in SYSTEM_FIELD_NAMES or name.startswith(KEY_PREFIX):
             raise SchemaError(
                 f"column name {name!r} is reserved by Paimon (system columns are "
-                f"{sorted(SYSTEM_FIELD_NAMES)} and names starting with {KEY_FIELD_PREFIX!r})"
+                f"{sorted(SYSTEM_FIELD_NAMES)} and names starting with {KEY_PREFIX!r})"
             )
     by_name = {f.name: f for f in schema.fields}
     _check_keys("partition key", schema.partition_keys, by_name)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from lakecore.errors import OptionError
-from lakecore.options_registry import (
+from lakecore.options.registry import (
     AGGREGATION_REMOVE_RECORD_ON_DELETE,
     BUCKET_KEY,
     CHANGELOG_NUM_RETAINED_MIN,

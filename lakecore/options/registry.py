@@ -21,7 +21,7 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
-from lakecore.options_parse import (
+from lakecore.options.parse import (
     INT_MAX,
     StatsMode,
     enum_parser,

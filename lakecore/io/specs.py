@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from lakecore.format.kv import KEY_PREFIX, kv_schema
+from lakecore.io.data_file_writer import FileWriterSpec
 from lakecore.merge.spec import MergeSpec
-from lakecore.types import arrow_schema
-from lakecore.write.data_file_writer import FileWriterSpec
-from lakecore.write.kv import KEY_PREFIX, kv_schema
+from lakecore.schema.types import arrow_schema
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 
-def file_writer_spec(table: FileStoreTable) -> FileWriterSpec:
+def file_writer_spec(table: FileStore) -> FileWriterSpec:
     s, o = table.schema, table.options
     value_fields = tuple(s.row_type.fields)
     if s.primary_keys:
@@ -34,7 +34,7 @@ def file_writer_spec(table: FileStoreTable) -> FileWriterSpec:
     )
 
 
-def merge_spec_for(table: FileStoreTable, value_columns: Sequence[str] | None = None) -> MergeSpec:
+def merge_spec_for(table: FileStore, value_columns: Sequence[str] | None = None) -> MergeSpec:
     s = table.schema
     values = list(value_columns) if value_columns is not None else s.row_type.names
     for f in table.options.sequence_field:

@@ -16,16 +16,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from lakecore.fileio import FileIO
 from lakecore.format.binary_row import EMPTY_ROW, encode_row
+from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
-from lakecore.options_parse import StatsMode
-from lakecore.paths import PathFactory
-from lakecore.testing.faults import CrashStep, maybe_crash
-from lakecore.types import DataField
-from lakecore.write.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
-from lakecore.write.stats_collector import StatsCollector
+from lakecore.io.stats_collector import StatsCollector
+from lakecore.options.parse import StatsMode
+from lakecore.schema.types import DataField
+from lakecore.store.file_io import FileIO
+from lakecore.store.paths import PathFactory
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024

@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 
 from lakecore.format.binary_row import encode_row
 from lakecore.format.stats import EMPTY_STATS, SimpleStats
-from lakecore.options_parse import StatsMode
-from lakecore.types import DataType
+from lakecore.options.parse import StatsMode
+from lakecore.schema.types import DataType
 
 
 def _truncate_min(v: Any, n: int) -> Any:

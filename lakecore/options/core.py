@@ -1,9 +1,9 @@
 """Table options: validation of Paimon's option map and typed access to it.
 
 Paimon keeps a table's options as a ``dict[str, str]`` in the schema file. ``CoreOptions`` wraps
-such a map: ``from_map`` checks every key against the registry (``lakecore.options_registry``),
-parses every value with Paimon's text rules (``lakecore.options_parse``), runs the cross-option
-checks (``lakecore.options_checks``) and exposes typed snake_case accessors. ``to_map`` gives
+such a map: ``from_map`` checks every key against the registry (``lakecore.options.registry``),
+parses every value with Paimon's text rules (``lakecore.options.parse``), runs the cross-option
+checks (``lakecore.options.checks``) and exposes typed snake_case accessors. ``to_map`` gives
 the original strings back, so what lakecore stores is exactly what the user wrote.
 
 Two modes, because the same map is met twice:
@@ -22,11 +22,11 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any, Generic, TypeVar, overload
 
-from lakecore import options_registry as reg
 from lakecore.errors import OptionError
-from lakecore.options_checks import CROSS_CHECKS, check_scan
-from lakecore.options_parse import StatsMode
-from lakecore.options_registry import (
+from lakecore.options import registry as reg
+from lakecore.options.checks import CROSS_CHECKS, check_scan
+from lakecore.options.parse import StatsMode
+from lakecore.options.registry import (
     OPTIONS,
     AggregateFunction,
     ChangelogProducer,

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pyarrow.fs as pafs
 
 from lakecore.errors import CorruptFileError, SnapshotNotExistError
-from lakecore.fileio import FileIO
 from lakecore.format.snapshot import Snapshot
-from lakecore.paths import PathFactory
-from lakecore.testing.faults import CrashStep, maybe_crash
+from lakecore.store.file_io import FileIO
+from lakecore.store.paths import PathFactory
+from lakecore.utils.faults import CrashStep, maybe_crash
 
 _SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
 _CACHE_SIZE = 4096

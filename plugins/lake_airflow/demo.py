@@ -7,7 +7,8 @@ logical dates, compaction, maintenance, and a backfill that atomically replaces 
 partition with a corrected extract. It ends with a summary of each table and a sample query,
 checked against a model of what the sources say. Every run starts from an empty ``.demo/``.
 
-This module imports no Airflow (lakecore stays Airflow-free): Airflow runs in subprocesses.
+It lives beside the plugin, not in lakecore (the library that ships to every Spark executor
+knows nothing of Airflow), and imports no Airflow itself: Airflow runs in subprocesses.
 The source generators and the models are also the end-to-end tests' data.
 """
 
@@ -29,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATES = ("2026-11-01", "2026-11-02", "2026-11-03")
 ORDERS = pa.schema([
     pa.field("dt", pa.string(), nullable=False), pa.field("order_id", pa.int64(), nullable=False),
@@ -280,8 +281,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def summary(warehouse: str, versions: dict[str, int]) -> None:
     from lakecore import CatalogFactory
-    from lakecore.inspect import format_report, inspect_table
     from lakecore.maintenance import list_tags
+    from lakecore.maintenance.inspect import format_report, inspect_table
 
     catalog = CatalogFactory.create({"warehouse": warehouse})
     for name in ("shop.orders", "shop.customers"):

@@ -9,7 +9,7 @@ from typing import Any
 
 from lakecore.errors import PartitionValueError
 from lakecore.format.partition_string import partition_value_string
-from lakecore.types import DataType
+from lakecore.schema.types import DataType
 
 SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"

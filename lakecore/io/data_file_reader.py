@@ -10,22 +10,22 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptFileError, UnsupportedFeatureError
+from lakecore.format.kv import KEY_PREFIX
 from lakecore.format.manifest import DataFileMeta
-from lakecore.types import to_arrow
-from lakecore.write.kv import KEY_PREFIX
+from lakecore.schema.types import to_arrow
 
 if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+    from lakecore.store.file_store import FileStore
 
 CHUNK_ROWS = 256 * 1024
 
 
-def data_file_path(table: FileStoreTable, partition: Sequence[Any], bucket: int,
+def data_file_path(table: FileStore, partition: Sequence[Any], bucket: int,
                    f: DataFileMeta) -> str:
     return table.paths.data_file_path(partition, bucket, f.file_name, f.external_path)
 
 
-def _fill_missing(table: FileStoreTable, t: pa.Table, columns: Sequence[str]) -> pa.Table:
+def _fill_missing(table: FileStore, t: pa.Table, columns: Sequence[str]) -> pa.Table:
     rt = table.schema.row_type
     for c in columns:
         if c in t.column_names:
@@ -49,7 +49,7 @@ def _physical_columns(columns: Sequence[str], have: set[str]) -> list[str]:
     ]
 
 
-def read_data_file(table: FileStoreTable, partition: Sequence[Any], bucket: int,
+def read_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
                    f: DataFileMeta, columns: Sequence[str]) -> pa.Table:
     """The whole file (checked against the manifest's row count)."""
     chunks = list(iter_data_file(table, partition, bucket, f, columns, chunk_rows=None))
@@ -58,7 +58,7 @@ def read_data_file(table: FileStoreTable, partition: Sequence[Any], bucket: int,
     return pa.concat_tables(chunks)
 
 
-def iter_data_file(table: FileStoreTable, partition: Sequence[Any], bucket: int,
+def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
                    f: DataFileMeta, columns: Sequence[str],
                    chunk_rows: int | None = CHUNK_ROWS) -> Iterator[pa.Table]:
     """The file as chunks of at most ``chunk_rows`` rows (None: one chunk)."""
@@ -97,7 +97,7 @@ def iter_data_file(table: FileStoreTable, partition: Sequence[Any], bucket: int,
         raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
 
 
-def iter_sorted_run(table: FileStoreTable, partition: Sequence[Any], bucket: int,
+def iter_sorted_run(table: FileStore, partition: Sequence[Any], bucket: int,
                     files: Sequence[DataFileMeta], columns: Sequence[str],
                     chunk_rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
     """Chunks of a sorted run: its files are non-overlapping and in key order."""
@@ -105,7 +105,7 @@ def iter_sorted_run(table: FileStoreTable, partition: Sequence[Any], bucket: int
         yield from iter_data_file(table, partition, bucket, f, columns, chunk_rows)
 
 
-def _read_orc(table: FileStoreTable, path: str, columns: Sequence[str],
+def _read_orc(table: FileStore, path: str, columns: Sequence[str],
               f: DataFileMeta) -> pa.Table:
     """ORC data files (Paimon's default format before 1.0), read whole."""
     import pyarrow.orc as orc

@@ -1,0 +1,1 @@
+"""The ``lakecore`` command line (``main``) and its maintenance subcommands."""

@@ -1,0 +1,1 @@
+"""Data files: the rolling Parquet writer with its statistics, and the readers of data files."""

@@ -1,0 +1,24 @@
+"""Table options: Paimon's option keys (``registry``), their text rules (``parse``), the
+cross-option checks (``checks``) and ``CoreOptions``, the typed view every operation reads."""
+
+from lakecore.options.core import (
+    OPTIONS,
+    AggregateFunction,
+    ChangelogProducer,
+    ConfigOption,
+    CoreOptions,
+    MergeEngine,
+    PartitionExpirationStrategy,
+    StatsMode,
+)
+
+__all__ = [
+    "OPTIONS",
+    "AggregateFunction",
+    "ChangelogProducer",
+    "ConfigOption",
+    "CoreOptions",
+    "MergeEngine",
+    "PartitionExpirationStrategy",
+    "StatsMode",
+]

@@ -1,0 +1,1 @@
+"""Small helpers every layer may use: Arrow grouping (``arrow``) and crash points (``faults``)."""
