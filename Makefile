@@ -31,8 +31,11 @@ $(PAIMON_VENV)/.installed:
 	$(PAIMON_VENV)/bin/python -c "import pypaimon"
 	touch $@
 
+# ruff; the layer contracts of docs/architecture.md (import-linter); the type checker over lakecore/
 lint: venv
 	$(VENV)/bin/ruff check lakecore tests bench dags plugins
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/mypy
 
 # The Airflow UI test drives Debian's chromium through Playwright (no browser download).
 # Idempotent: installs only when missing, and only as root (elsewhere the test skips).

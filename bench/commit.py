@@ -7,7 +7,7 @@ without the catalog lock (SQLite, PostgreSQL), and commits/s with 4 concurrent c
   table, so every sample sees the same few live files.
 * Each measured commit writes one row and commits it as APPEND; only ``commit()`` is timed.
   Commit users: ``per-run`` (a new user per commit, identifier 1: one Airflow run = one
-  commit user, DESIGN.md section 3) and ``streaming`` (one user, growing identifiers, whose
+  commit user, as the Airflow pipeline does) and ``streaming`` (one user, growing identifiers, whose
   previous commit is the snapshot before). Lock modes (none / sqlite / postgresql) and users
   are interleaved round-robin, so machine-load drift hits every cell alike.
 * ``lock ms``: the lock's own cost inside those commits (acquire + release, measured around

@@ -145,6 +145,8 @@ class FileSystemCatalog:
 
 
 class CatalogFactory:
+    """Creates a catalog from options, as pypaimon's CatalogFactory.create."""
+
     @staticmethod
     def create(options: Mapping[str, Any]) -> FileSystemCatalog:
         """``{"warehouse": uri, ...catalog options}`` -> a filesystem catalog."""

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import ClassVar
 
 
 class LakecoreError(Exception):
@@ -40,19 +41,19 @@ class CatalogError(LakecoreError):
 
 
 class DatabaseNotExistError(CatalogError):
-    pass
+    """The database is not in the catalog."""
 
 
 class DatabaseAlreadyExistError(CatalogError):
-    pass
+    """The database to create is already in the catalog."""
 
 
 class TableNotExistError(CatalogError):
-    pass
+    """The table is not in the catalog."""
 
 
 class TableAlreadyExistError(CatalogError):
-    pass
+    """The table to create is already in the catalog."""
 
 
 class CorruptFileError(LakecoreError):
@@ -64,7 +65,7 @@ class CorruptFileError(LakecoreError):
 
 
 class SnapshotNotExistError(LakecoreValidationError):
-    pass
+    """The snapshot (by id, time or hint) does not exist."""
 
 
 class CommitError(LakecoreError):
@@ -72,11 +73,34 @@ class CommitError(LakecoreError):
 
 
 class CommitConflictError(CommitError):
-    """Two commits changed the same thing; not retried. Names both commit users and the files."""
+    """Two commits changed the same thing; not retried. Names both commit users and the files.
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind} conflict: {message}")
-        self.kind = kind
+    Each kind of conflict is a subclass; ``kind`` is its class-level name, the message's
+    prefix (``"<kind> conflict: ..."``). Catch this class to catch them all."""
+
+    kind: ClassVar[str] = "commit"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"{self.kind} conflict: {message}")
+
+
+class ConcurrentDeleteConflict(CommitConflictError):
+    """The commit deletes a file that is no longer live (another commit removed it first)."""
+
+    kind = "file deletion"
+
+
+class BucketCountConflict(CommitConflictError):
+    """The commit adds files written with another bucket count than the partition's live ones."""
+
+    kind = "bucket count"
+
+
+class LevelOverlapConflict(CommitConflictError):
+    """A compaction leaves two files of one level >= 1 overlapping in key range (it raced
+    another compaction of the same bucket)."""
+
+    kind = "level overlap"
 
 
 class CommitRetryableError(CommitError):
@@ -134,11 +158,11 @@ class PartitionExpiredError(LakecoreValidationError):
 
 
 class TagNotExistError(LakecoreValidationError):
-    pass
+    """The tag does not exist."""
 
 
 class TagAlreadyExistError(LakecoreValidationError):
-    pass
+    """The tag to create already exists."""
 
 
 class MaintenanceError(LakecoreValidationError):

@@ -419,6 +419,10 @@ def test_fallback_keys() -> None:
         {"ignore-delete": "false", "partial-update.ignore-delete": "true"}, strict=False
     )
     assert lenient.ignore_delete is False
+    # Among old spellings, the first in Paimon's fallback order wins, whatever the map's order.
+    for old in ({"partial-update.ignore-delete": "false", "first-row.ignore-delete": "true"},
+                {"first-row.ignore-delete": "true", "partial-update.ignore-delete": "false"}):
+        assert CoreOptions.from_map(old, strict=False).ignore_delete is True
     with pytest.raises(OptionError) as info:
         opts({"ignore-delete": "false", "partial-update.ignore-delete": "true"})
     assert info.value.key == "partial-update.ignore-delete"

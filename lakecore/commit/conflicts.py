@@ -1,11 +1,13 @@
-"""Conflict detection: pure functions over the live files of the snapshot we commit on."""
+"""Conflict detection: pure functions over the live files of the snapshot we commit on.
+
+Each check raises its own ``CommitConflictError`` subclass (``lakecore.errors``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
-from lakecore.errors import CommitConflictError
+from lakecore.errors import BucketCountConflict, ConcurrentDeleteConflict, LevelOverlapConflict
 from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.schema.types import DataType
@@ -17,7 +19,7 @@ def _describe(e: ManifestEntry) -> str:
 
 def check_deletes_live(
     changes: Iterable[ManifestEntry],
-    live: dict[tuple, ManifestEntry],
+    live: Mapping[tuple, ManifestEntry],
     commit_user: str,
     other_users: Iterable[str],
 ) -> None:
@@ -26,8 +28,7 @@ def check_deletes_live(
     if missing:
         names = ", ".join(_describe(e) for e in missing[:10])
         others = ", ".join(sorted(set(other_users))) or "unknown"
-        raise CommitConflictError(
-            "file deletion",
+        raise ConcurrentDeleteConflict(
             f"commit user {commit_user!r} deletes {len(missing)} file(s) that are no longer live "
             f"(removed by commit user(s) {others}): {names}",
         )
@@ -35,7 +36,7 @@ def check_deletes_live(
 
 def check_bucket_counts(
     changes: Iterable[ManifestEntry],
-    live: dict[tuple, ManifestEntry],
+    live: Mapping[tuple, ManifestEntry],
     commit_user: str,
 ) -> None:
     """All files of a partition must agree on the bucket count the table was written with."""
@@ -47,8 +48,7 @@ def check_bucket_counts(
             continue
         have = existing.get(e.partition)
         if have is not None and have != e.total_buckets:
-            raise CommitConflictError(
-                "bucket count",
+            raise BucketCountConflict(
                 f"commit user {commit_user!r} wrote {_describe(e)} with {e.total_buckets} "
                 f"buckets, but the partition's live files were written with {have} buckets",
             )
@@ -56,7 +56,7 @@ def check_bucket_counts(
 
 def check_level_overlap(
     changes: Sequence[ManifestEntry],
-    live: dict[tuple, ManifestEntry],
+    live: Mapping[tuple, ManifestEntry],
     key_types: Sequence[DataType],
     commit_user: str,
 ) -> None:
@@ -88,8 +88,7 @@ def check_level_overlap(
         )
         for (_, hi, a), (lo, _, b) in zip(ranges, ranges[1:]):
             if lo <= hi:
-                raise CommitConflictError(
-                    "level overlap",
+                raise LevelOverlapConflict(
                     f"commit user {commit_user!r}: {_describe(a)} and {_describe(b)} overlap in "
                     f"key range at level {level} of bucket {bucket}; another compaction "
                     "changed this bucket concurrently",

@@ -1,8 +1,9 @@
 """The single committer: CommitMessages -> APPEND / COMPACT / OVERWRITE snapshots.
 
-commit -> try_commit (retry loop with backoff) -> try_commit_once (read latest, check
-conflicts, write manifests, create ``snapshot-N`` if absent, under the catalog lock when one
-is configured). Idempotent per (commit user, commit identifier).
+commit -> try_commit (retry loop with backoff) -> try_commit_once (read latest and its
+manifests, ``plan_commit`` checks conflicts and plans the snapshot, then write manifests,
+create ``snapshot-N`` if absent, under the catalog lock when one is configured). Idempotent
+per (commit user, commit identifier).
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ import random
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lakecore.commit.conflicts import (
-    check_bucket_counts,
-    check_deletes_live,
-    check_level_overlap,
-)
 from lakecore.commit.message import CommitMessage
+from lakecore.commit.plan import (
+    CommitPlan,
+    bucket_count_suspects,
+    is_pure_append,
+    merged_base,
+    overwrite_changes,
+    plan_commit,
+)
 from lakecore.errors import (
     CommitConflictError,
     CommitRetryableError,
@@ -32,11 +36,10 @@ from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakecore.store.commit_users import CommitUserIndex
+from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
+from lakecore.store.partition_records import check_not_expired
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +48,15 @@ PartitionFilter = Callable[[tuple], bool]
 
 @dataclass(frozen=True)
 class CommitResult:
+    """The snapshots one commit call created, or that it was skipped as already committed."""
+
     snapshot_ids: tuple[int, ...]
     skipped: bool = False  # True when (user, identifier) was already committed
 
 
 class FileStoreCommit:
+    """The single committer: APPEND/COMPACT/OVERWRITE snapshots with conflict checks and retries."""
+
     def __init__(
         self,
         table: FileStore,
@@ -160,13 +167,11 @@ class FileStoreCommit:
         append, append_log, compact, compact_log = self._collect(messages)
         codec = self.table.partition_codec
 
+        def matches(partition: bytes) -> bool:
+            return partition_filter is None or partition_filter(codec.decode(partition))
+
         def changes(live: dict[tuple, ManifestEntry]) -> list[ManifestEntry]:
-            deletes = [
-                ManifestEntry(FileKind.DELETE, e.partition, e.bucket, e.total_buckets, e.file)
-                for e in live.values()
-                if partition_filter is None or partition_filter(codec.decode(e.partition))
-            ]
-            return deletes + append
+            return overwrite_changes(live, append, matches)
 
         ids = [self._try_commit(CommitKind.OVERWRITE, changes, append_log, identifier,
                                 properties)]
@@ -206,8 +211,6 @@ class FileStoreCommit:
         Airflow backfill of old dates), the next expiry drops them again."""
         partitions = {tuple(m.partition) for m in messages if m.new_files}
         if partitions and self.table.partition_keys:
-            from lakecore.maintenance import check_not_expired
-
             check_not_expired(self.table, partitions, past_cutoff=False)
 
     def _collect(self, messages: Sequence[CommitMessage]) -> tuple[list[ManifestEntry], ...]:
@@ -285,12 +288,10 @@ class FileStoreCommit:
         live: dict[tuple, ManifestEntry] = {}
         base_entries: list[ManifestEntry] | None = None
         changes = changes_fn({}) if kind is CommitKind.APPEND else None
-        if changes is not None and not any(e.kind is FileKind.DELETE for e in changes):
+        if changes is not None and is_pure_append(changes):
             # a pure append conflicts only on bucket counts: read just the manifests that may
             # hold files written with another count (planning cost follows them, not history)
-            ours = {e.total_buckets for e in changes}
-            suspects = [m for m in prev_base + prev_delta
-                        if m.total_buckets is None or {m.total_buckets} != ours]
+            suspects = bucket_count_suspects(prev_base + prev_delta, changes)
             live = merge_entries(mio.read_entries(suspects))
             # never build on damaged metadata: the latest snapshot's own changes are decoded
             # (a CorruptFileError names the file). Its base was decoded by the committer that
@@ -302,59 +303,50 @@ class FileStoreCommit:
             live = merge_entries(base_entries)
         if changes is None:
             changes = changes_fn(live)
-        others = self._users_since(self.base_snapshot_id, latest)
-        check_deletes_live(changes, live, self.commit_user, others)
-        check_bucket_counts(changes, live, self.commit_user)
-        if kind is CommitKind.COMPACT:
-            check_level_overlap(changes, live, self.key_types, self.commit_user)
+        plan = plan_commit(
+            kind, changes, live, latest,
+            commit_user=self.commit_user,
+            commit_identifier=identifier,
+            schema_id=self.table.schema.id,
+            changelog=changelog,
+            other_users=self._users_since(self.base_snapshot_id, latest),
+            key_types=self.key_types,
+            properties=properties,
+        )
+        return self._write_and_publish(plan, latest, prev_base + prev_delta, base_entries)
 
+    def _write_and_publish(
+        self,
+        plan: CommitPlan,
+        latest: Snapshot | None,
+        base_metas: list[ManifestFileMeta],
+        base_entries: list[ManifestEntry] | None,
+    ) -> int:
+        """Write the plan's manifests and lists, then create its snapshot under the lock.
+        Everything written is deleted again unless the snapshot file was created."""
+        mio = self.mio
         written: list[str] = []
         try:
-            base_metas = prev_base + prev_delta
             if len(base_metas) >= self.table.options.manifest_merge_min_count:
                 if base_entries is None:
                     base_entries = mio.read_entries(base_metas)
-                merged = sorted(merge_entries(base_entries).values(),
-                                key=lambda e: (e.partition, e.bucket, e.file.level))
-                base_metas = mio.write_manifests(merged)
+                base_metas = mio.write_manifests(merged_base(base_entries))
                 written += [m.file_name for m in base_metas]
-            delta_metas = mio.write_manifests(changes)
+            delta_metas = mio.write_manifests(plan.delta)
             written += [m.file_name for m in delta_metas]
             maybe_crash(CrashStep.AFTER_MANIFESTS)
-            base_name, base_size = mio.write_manifest_list(base_metas)
-            delta_name, delta_size = mio.write_manifest_list(delta_metas)
-            written += [base_name, delta_name]
+            base_list = mio.write_manifest_list(base_metas)
+            delta_list = mio.write_manifest_list(delta_metas)
+            written += [base_list[0], delta_list[0]]
             maybe_crash(CrashStep.AFTER_MANIFEST_LIST)
-            log_name = log_size = None
-            if changelog:
-                log_metas = mio.write_manifests(changelog)
+            log_list = None
+            if plan.changelog:
+                log_metas = mio.write_manifests(plan.changelog)
                 written += [m.file_name for m in log_metas]
-                log_name, log_size = mio.write_manifest_list(log_metas)
-                written.append(log_name)
-
-            def rows(es: list[ManifestEntry], k: FileKind) -> int:
-                return sum(e.file.row_count for e in es if e.kind is k)
-
-            delta_rows = rows(changes, FileKind.ADD) - rows(changes, FileKind.DELETE)
-            prev_total = latest.total_record_count if latest and latest.total_record_count else 0
-            snapshot = Snapshot(
-                id=(latest.id + 1) if latest else 1,
-                schema_id=self.table.schema.id,
-                base_manifest_list=base_name,
-                base_manifest_list_size=base_size,
-                delta_manifest_list=delta_name,
-                delta_manifest_list_size=delta_size,
-                changelog_manifest_list=log_name,
-                changelog_manifest_list_size=log_size,
-                commit_user=self.commit_user,
-                commit_identifier=identifier,
-                commit_kind=kind,
-                time_millis=int(self.clock() * 1000),
-                total_record_count=prev_total + delta_rows,
-                delta_record_count=delta_rows,
-                changelog_record_count=rows(changelog, FileKind.ADD) if changelog else None,
-                properties=dict(properties) if properties else None,
-            )
+                log_list = mio.write_manifest_list(log_metas)
+                written.append(log_list[0])
+            snapshot = plan.snapshot(base_list, delta_list, log_list,
+                                     time_millis=int(self.clock() * 1000))
             base_id = latest.id if latest else 0
             if self.fresh_user:
                 if self._first_base_id is None:
@@ -373,7 +365,8 @@ class FileStoreCommit:
             raise CommitRetryableError(
                 f"snapshot {snapshot.id} was created by another committer first"
             )
-        log.info("committed snapshot %s (%s) by %s", snapshot.id, kind.value, self.commit_user)
+        log.info("committed snapshot %s (%s) by %s", snapshot.id, plan.kind.value,
+                 self.commit_user)
         maybe_crash(CrashStep.AFTER_COMMIT)
         return snapshot.id
 

@@ -1,4 +1,4 @@
-"""Compaction planning: pure values and functions, no I/O (DESIGN.md section 4, Compaction).
+"""Compaction planning: pure values and functions, no I/O.
 
 Primary-key tables: ``Levels`` -> ``CompactStrategy.pick`` (``UniversalCompaction``,
 ``ForceUpLevel0Compaction``, ``full_compaction``) -> ``CompactUnit`` -> ``plan_rewrite``

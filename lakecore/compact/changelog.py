@@ -11,7 +11,7 @@ reads, a hash join on the key columns, vectorized masks.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -23,14 +23,14 @@ from lakecore.io.data_file_reader import read_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.merge.runs import merge_runs
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 _ROW = "__lakecore_row"
 
 
 class ChangelogMaker:
+    """Produces the changelog files of a compaction (lookup and full-compaction producers)."""
+
     def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
         s = table.schema

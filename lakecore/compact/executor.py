@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.compact.changelog import ChangelogMaker
 from lakecore.compact.keys import KeyOrder
@@ -18,10 +18,9 @@ from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.io.data_file_reader import iter_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.specs import file_writer_spec
+from lakecore.options import ChangelogProducer
+from lakecore.store.file_store import FileStore
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +77,14 @@ class BucketCompactor:
     def _with_changelog(self, unit: CompactUnit, result: CompactResult,
                         created: set[str]) -> CompactResult:
         """Add lookup / full-compaction changelog for this round (before Levels.update)."""
-        producer = self.table.options.changelog_producer.value
-        if producer not in ("lookup", "full-compaction"):
+        producer = self.table.options.changelog_producer
+        if producer not in (ChangelogProducer.LOOKUP, ChangelogProducer.FULL_COMPACTION):
             return result
         levels = self.levels
         unit_files = list(unit.files)
         upper = [f for f in levels.all_files() if f.level > 0]
         maker = ChangelogMaker(self.table, self.partition, self.bucket)
-        if producer == "lookup":
+        if producer is ChangelogProducer.LOOKUP:
             l0 = [f for f in unit_files if f.level == 0]
             if not l0:
                 return result

@@ -10,18 +10,18 @@ long-lived stream writer keeps compacting correctly across commits.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.compact.executor import BucketCompactor
 from lakecore.compact.unit import CompactResult
 from lakecore.compact.universal import create_compact_strategy
 from lakecore.format.manifest import DataFileMeta
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 
 class InlineCompactor:
+    """A writer's own compaction of its bucket, when the table is not write-only."""
+
     def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  restored: Sequence[DataFileMeta]) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
@@ -33,7 +33,7 @@ class InlineCompactor:
         self.files.extend(new_files)
         self.commits += 1
         every = self.table.options.full_compaction_delta_commits
-        full = bool(every) and self.commits % every == 0
+        full = every is not None and every != 0 and self.commits % every == 0
         if not self.files:
             return CompactResult()
         compactor = BucketCompactor(self.table, self.partition, self.bucket, self.files,

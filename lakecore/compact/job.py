@@ -15,7 +15,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
 from lakecore.commit.message import CommitMessage
@@ -28,15 +28,15 @@ from lakecore.compact.universal import create_compact_strategy
 from lakecore.errors import CommitConflictError, CommitTimeoutError, LakecoreValidationError
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
+from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
 class BucketTask:
+    """One bucket's compaction work: its live files as of the planned snapshot."""
+
     partition: tuple
     bucket: int
     total_buckets: int
@@ -50,6 +50,8 @@ class BucketTask:
 
 @dataclass(frozen=True)
 class CompactionPlan:
+    """The buckets a dedicated compaction will rewrite, planned from one snapshot."""
+
     snapshot_id: int | None
     tasks: tuple[BucketTask, ...]
     buckets_considered: int
@@ -58,6 +60,8 @@ class CompactionPlan:
 
 @dataclass
 class CompactReport:
+    """What a dedicated compaction did: snapshots, buckets, files and rows before and after."""
+
     table: str
     full: bool
     snapshot_ids: tuple[int, ...] = ()

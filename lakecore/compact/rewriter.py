@@ -7,7 +7,7 @@ and ``merge_runs`` merges the runs in bounded memory, so a bucket larger than RA
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource
@@ -15,9 +15,7 @@ from lakecore.io.data_file_reader import iter_sorted_run
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.merge.runs import merge_runs
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 Section = Sequence[Sequence[DataFileMeta]]  # sorted runs, each a list of files in key order
 

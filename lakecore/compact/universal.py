@@ -240,8 +240,8 @@ def needs_lookup(options: CoreOptions) -> bool:
     """Paimon's ``LookupStrategy.needLookup`` for the options lakecore knows (lakecore has no
     deletion vectors or ``force-lookup``): lookup changelog, or the first-row engine."""
     return (
-        options.changelog_producer == ChangelogProducer.LOOKUP
-        or options.merge_engine == MergeEngine.FIRST_ROW
+        options.changelog_producer is ChangelogProducer.LOOKUP
+        or options.merge_engine is MergeEngine.FIRST_ROW
     )
 
 

@@ -290,7 +290,7 @@ def decode_row(data: bytes, types: Sequence[DataType]) -> tuple[Any, ...]:
     nb = null_bits_size(arity)
     if len(body) < nb + 8 * arity:
         raise SchemaError(f"BinaryRow of arity {arity} truncated at {len(body)} bytes")
-    out = []
+    out: list[Any] = []
     for i, t in enumerate(types):
         bit = i + HEADER_SIZE_IN_BITS
         if body[bit // 8] & (1 << (bit % 8)):

@@ -388,7 +388,7 @@ def hash_rows(
             h = _mix_columns(h, matrix[:, j].copy())
         return _fmix_columns(h, lengths).view(np.int32)
 
-    key = -nwords.astype(np.int16 if nwords.max() < 2**15 else np.int64)
+    key = np.negative(nwords.astype(np.int16 if nwords.max() < 2**15 else np.int64))
     order = np.argsort(key, kind="stable")  # longest rows first: active rows are a prefix
     wstart = (starts // 4)[order]
     nw_sorted = nwords[order]

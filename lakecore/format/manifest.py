@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 
@@ -40,11 +40,15 @@ _STRINGS = {"type": "array", "items": "string"}
 
 
 class FileKind(Enum):
+    """A manifest entry adds a file or deletes one (Paimon's FileKind)."""
+
     ADD = 0
     DELETE = 1
 
 
 class FileSource(Enum):
+    """Whether a data file was written by a writer (APPEND) or by compaction (COMPACT)."""
+
     APPEND = 0
     COMPACT = 1
 
@@ -207,7 +211,7 @@ def write_avro(parsed_schema: Any, records: Iterable[dict[str, Any]], compressio
 def read_avro(data: bytes, path: str) -> list[dict[str, Any]]:
     """All records of an Avro container, decoded with the schema the writer stored."""
     try:
-        return list(fastavro.reader(io.BytesIO(data)))
+        return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))
     except Exception as exc:  # fastavro raises EOFError, ValueError, codec errors, ...
         missing = _missing_codec(exc)
         if missing is not None:

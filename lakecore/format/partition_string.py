@@ -67,6 +67,8 @@ def java_float_string(value: float, single: bool) -> str:
         return text + "0" if text.endswith(".") else text
     sign, digits, exp = d.as_tuple()
     ds = "".join(map(str, digits)).rstrip("0") or "0"
+    if not isinstance(exp, int):  # NaN / infinity have a letter exponent; handled above
+        raise ValueError(f"not a finite decimal: {d}")
     exponent = exp + len(digits) - 1
     mantissa = ds[0] + "." + (ds[1:] or "0")
     return f"{'-' if sign else ''}{mantissa}E{exponent}"

@@ -20,6 +20,8 @@ BATCH_COMMIT_IDENTIFIER = 2**63 - 1
 
 
 class CommitKind(Enum):
+    """The kind of change a snapshot records (Paimon's Snapshot.CommitKind)."""
+
     APPEND = "APPEND"
     COMPACT = "COMPACT"
     OVERWRITE = "OVERWRITE"

@@ -4,7 +4,7 @@ filled the way Paimon readers do (``_KEY_*`` from the value columns, absent colu
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,9 +13,7 @@ from lakecore.errors import CorruptFileError, UnsupportedFeatureError
 from lakecore.format.kv import KEY_PREFIX
 from lakecore.format.manifest import DataFileMeta
 from lakecore.schema.types import to_arrow
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 CHUNK_ROWS = 256 * 1024
 

@@ -49,6 +49,8 @@ class FileWriterSpec:
 
 
 class RollingFileWriter:
+    """Writes sorted rows to Parquet data files rolled at the target size, with their metadata."""
+
     def __init__(
         self,
         file_io: FileIO,

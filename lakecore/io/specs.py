@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from lakecore.format.kv import KEY_PREFIX, kv_schema
 from lakecore.io.data_file_writer import FileWriterSpec
 from lakecore.merge.spec import MergeSpec
 from lakecore.schema.types import arrow_schema
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 
 def file_writer_spec(table: FileStore) -> FileWriterSpec:
@@ -35,14 +32,13 @@ def file_writer_spec(table: FileStore) -> FileWriterSpec:
 
 
 def merge_spec_for(table: FileStore, value_columns: Sequence[str] | None = None) -> MergeSpec:
-    s = table.schema
+    """The merge spec of a primary-key table from its options (dynamic options included), for
+    ``value_columns`` (default: every column) plus the sequence fields they need."""
+    s, o = table.schema, table.options
     values = list(value_columns) if value_columns is not None else s.row_type.names
-    for f in table.options.sequence_field:
+    for f in o.sequence_field:
         if f not in values:
             values.append(f)
     return MergeSpec.from_options(
-        {**s.options, **table.dynamic_options},
-        key_columns=[KEY_PREFIX + k for k in s.trimmed_primary_keys],
-        value_columns=values,
-        primary_keys=s.primary_keys,
+        o, key_columns=[KEY_PREFIX + k for k in s.trimmed_primary_keys], value_columns=values
     )

@@ -35,11 +35,11 @@ def _truncate_max(v: Any, n: int) -> Any:
                 return head[:i] + chr(cp + 1)
         return None
     if isinstance(v, bytes) and len(v) > n:
-        head = bytearray(v[:n])
-        for i in range(len(head) - 1, -1, -1):
-            if head[i] < 0xFF:
-                head[i] += 1
-                return bytes(head[: i + 1])
+        raw = bytearray(v[:n])
+        for i in range(len(raw) - 1, -1, -1):
+            if raw[i] < 0xFF:
+                raw[i] += 1
+                return bytes(raw[: i + 1])
         return None
     return v
 

@@ -48,6 +48,8 @@ _SCHEME_REWRITES = {
 
 @dataclass(frozen=True)
 class LockOptions:
+    """The catalog lock's options, parsed once from the catalog's option map."""
+
     enabled: bool
     type: str = "jdbc"
     uri: str | None = None

@@ -15,16 +15,14 @@ with ``to_dict()`` for ``--json``. Decisions written down here:
   ``maybe_crash(CrashStep.*)`` calls (``lakecore.utils.faults``) are where the crash tests
   kill the process.
 * **State lakecore keeps beside Paimon's files** lives under ``<table>/_lakecore/``
-  (expired-partition records and the partition-expiry last-check time); see
-  ``expire_partitions``.
+  (expired-partition records and the partition-expiry last-check time); it is read and written
+  by ``lakecore.store.partition_records``, and tags are read by ``lakecore.store.tags``.
 """
 
 from lakecore.maintenance.expire_partitions import (
     PartitionExpirePlan,
     PartitionExpireReport,
-    check_not_expired,
     expire_partitions,
-    expired_partition_records,
     maybe_expire_partitions,
     plan_partition_expiry,
 )
@@ -45,16 +43,13 @@ from lakecore.maintenance.tags import (
     create_tag,
     delete_tag,
     list_tags,
-    scan_tag_snapshot,
-    tag_snapshot,
 )
 
 __all__ = [
     "AfterCommitReport", "ExpireConfig", "ExpirePlan", "ExpireReport", "MaintainReport",
     "OrphanReport", "PartitionExpirePlan", "PartitionExpireReport", "RollbackPlan",
-    "RollbackReport", "TagDeleteReport", "TagInfo", "after_commit", "check_not_expired",
-    "create_tag", "delete_tag", "execute_expire_plan", "expire_end", "expire_partitions",
-    "expire_snapshots", "expired_partition_records", "list_tags", "maintain",
-    "maybe_expire_partitions", "plan_expire_snapshots", "plan_partition_expiry",
-    "remove_orphan_files", "rollback_to", "scan_tag_snapshot", "tag_snapshot",
+    "RollbackReport", "TagDeleteReport", "TagInfo", "after_commit", "create_tag", "delete_tag",
+    "execute_expire_plan", "expire_end", "expire_partitions", "expire_snapshots", "list_tags",
+    "maintain", "maybe_expire_partitions", "plan_expire_snapshots", "plan_partition_expiry",
+    "remove_orphan_files", "rollback_to",
 ]

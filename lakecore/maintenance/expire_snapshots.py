@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.errors import CorruptFileError
 from lakecore.format.manifest import FileKind, ManifestEntry
@@ -34,7 +34,6 @@ from lakecore.maintenance.refs import (
     FileKey,
     FileRef,
     added_entries,
-    consumer_min_next_snapshot,
     delete_files,
     entries_or_none,
     file_key,
@@ -42,17 +41,15 @@ from lakecore.maintenance.refs import (
     list_ref,
     live_file_keys,
     metadata_names,
-    read_tags,
     remove_empty_dirs,
     snapshot_or_none,
-    tagged_snapshots,
-    to_epoch_millis,
 )
 from lakecore.maintenance.retention import ExpireConfig, expire_end
+from lakecore.store.consumers import consumer_min_next_snapshot
+from lakecore.store.file_store import FileStore
+from lakecore.store.tags import read_tags, tagged_snapshots
+from lakecore.utils.clock import to_epoch_millis
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 

@@ -22,33 +22,37 @@ import json
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.errors import CorruptFileError, MaintenanceError
 from lakecore.format.snapshot import Snapshot
-from lakecore.maintenance.refs import (
+from lakecore.maintenance.refs import FileRef, delete_files, snapshot_or_none
+from lakecore.store.commit_users import CommitUserIndex
+from lakecore.store.file_store import FileStore
+from lakecore.store.paths import (
+    BUCKET_PREFIX,
+    CHANGELOG_PREFIX,
+    COMMIT_USER_PREFIX,
+    EARLIEST_HINT,
+    INDEX_MANIFEST_PREFIX,
+    LATEST_HINT,
+    SNAPSHOT_PREFIX,
     TAG_PREFIX,
-    FileRef,
-    branch_dir,
-    delete_files,
-    read_tags,
-    snapshot_or_none,
-    to_epoch_millis,
 )
-from lakecore.store.commit_users import PREFIX, CommitUserIndex
-from lakecore.store.paths import BUCKET_PREFIX
+from lakecore.store.tags import read_tags
+from lakecore.utils.clock import to_epoch_millis
 from lakecore.utils.faults import CrashStep
 
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
-
 DEFAULT_OLDER_THAN = timedelta(days=1)
-_SNAPSHOT_FILE = re.compile(r"^snapshot-\d+$")
+_SNAPSHOT_FILE = re.compile(rf"^{SNAPSHOT_PREFIX}\d+$")
+_HINTS = (LATEST_HINT, EARLIEST_HINT)
 _LIST_KEYS = ("baseManifestList", "deltaManifestList", "changelogManifestList")
 
 
 @dataclass(frozen=True)
 class OrphanReport:
+    """The unreferenced files an orphan removal deleted (or would delete)."""
+
     dry_run: bool
     cutoff_millis: int
     files: tuple[FileRef, ...]
@@ -91,8 +95,8 @@ def _snapshot_like(table: FileStore) -> list[Snapshot | dict[str, Any]]:
         if snap is not None:
             out.append(snap)
     out.extend(s for _, s in read_tags(table))
-    for st in table.file_io.list_status(f"{table.table_path}/changelog"):
-        if st.is_dir or not st.path.rsplit("/", 1)[-1].startswith("changelog-"):
+    for st in table.file_io.list_status(table.paths.changelog_dir):
+        if st.is_dir or not st.path.rsplit("/", 1)[-1].startswith(CHANGELOG_PREFIX):
             continue
         try:
             out.append(json.loads(table.file_io.read_text(st.path)))
@@ -150,7 +154,7 @@ def _stale_commit_user_markers(table: FileStore, cut: int) -> list[FileRef]:
     """Markers (and their temporary leftovers) of commit users that no snapshot or tag
     names any more, last written before the cut-off: such a user's commits are gone, so a
     rerun would commit again anyway (see ``lakecore.store.commit_users``)."""
-    index = CommitUserIndex(table.file_io, table.table_path)
+    index = CommitUserIndex(table.file_io, table.paths)
     statuses = [st for st in table.file_io.list_status(index.dir)
                 if not st.is_dir and st.mtime_millis is not None and st.mtime_millis < cut]
     if not statuses:
@@ -159,7 +163,8 @@ def _stale_commit_user_markers(table: FileStore, cut: int) -> list[FileRef]:
              for s in _snapshot_like(table)}
     markers = {path: m.commit_user for path, _, m in index.markers()}  # unreadable: kept
     return [FileRef(st.path, st.size) for st in statuses
-            if not st.path.rsplit("/", 1)[-1].startswith(PREFIX)  # a torn temporary file
+            # a torn temporary file, or the marker of a user nothing names any more
+            if not st.path.rsplit("/", 1)[-1].startswith(COMMIT_USER_PREFIX)
             or (st.path in markers and markers[st.path] not in users)]
 
 
@@ -182,8 +187,9 @@ def plan_orphan_files(
     """(cut-off millis, orphan files old enough to delete)."""
     cut = cutoff_millis(older_than, now)
     fio = table.file_io
-    if fio.list_status(branch_dir(table)):
-        raise MaintenanceError(f"{table.identifier} has branches ({branch_dir(table)}); they "
+    branches = table.paths.branch_dir
+    if fio.list_status(branches):
+        raise MaintenanceError(f"{table.identifier} has branches ({branches}); they "
                                "share files with the main branch, so orphan removal is refused")
     meta, data = used_files(table)
 
@@ -193,7 +199,7 @@ def plan_orphan_files(
     out: list[FileRef] = []
     for st in fio.list_status(table.paths.manifest_dir):
         name = st.path.rsplit("/", 1)[-1]
-        if old(st) and name not in meta and not name.startswith("index-manifest"):
+        if old(st) and name not in meta and not name.startswith(INDEX_MANIFEST_PREFIX):
             out.append(FileRef(st.path, st.size))
     for d in _bucket_dirs(table):
         for st in fio.list_status(d):
@@ -201,7 +207,7 @@ def plan_orphan_files(
                 out.append(FileRef(st.path, st.size))
     for st in fio.list_status(table.paths.snapshot_dir):
         name = st.path.rsplit("/", 1)[-1]
-        if old(st) and not _SNAPSHOT_FILE.match(name) and name not in ("LATEST", "EARLIEST"):
+        if old(st) and not _SNAPSHOT_FILE.match(name) and name not in _HINTS:
             out.append(FileRef(st.path, st.size))
     for st in fio.list_status(table.paths.tag_dir):
         if old(st) and not st.path.rsplit("/", 1)[-1].startswith(TAG_PREFIX):

@@ -1,36 +1,29 @@
-"""What snapshots, tags and consumers reference, read defensively.
+"""What snapshots and manifests reference, read defensively.
 
 Maintenance runs beside writers, readers and other maintainers, so reads here distinguish two
 cases: *best effort* reads (``*_or_none``) for files a concurrent or interrupted expiry may
 already have removed, and *strict* reads for everything that protects files from deletion — a
-protection that cannot be read must never turn into "nothing is protected".
+protection that cannot be read must never turn into "nothing is protected". Tags and
+consumers are read by ``lakecore.store.tags`` and ``lakecore.store.consumers``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from lakecore.errors import CorruptFileError, SnapshotNotExistError
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import Snapshot
+from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import ManifestIO, merge_entries
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 # A data file's identity for deletion decisions: (partition bytes, bucket, file name). The level
 # is left out on purpose: an upgraded file is the same file on disk at another level.
 FileKey = tuple[bytes, int, str]
-
-STATE_DIR = "_lakecore"  # lakecore's own bookkeeping under the table (Paimon ignores it)
-TAG_PREFIX = "tag-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,34 +34,7 @@ class FileRef:
     size: int
 
 
-def to_epoch_millis(now: datetime | None) -> int:
-    """An instant in epoch millis; a naive ``now`` is local wall-clock time (as Paimon)."""
-    if now is None:
-        now = datetime.now(UTC)
-    return int(now.timestamp() * 1000)
-
-
-def to_local_naive(now: datetime | None) -> datetime:
-    """Local wall-clock time without zone, the clock Paimon's partition expiry compares to."""
-    if now is None:
-        return datetime.now()
-    return now.astimezone().replace(tzinfo=None) if now.tzinfo is not None else now
-
-
-# -- table-relative paths not in PathFactory --
-def state_dir(table: FileStore) -> str:
-    return f"{table.table_path}/{STATE_DIR}"
-
-
-def consumer_dir(table: FileStore) -> str:
-    return f"{table.table_path}/consumer"
-
-
-def branch_dir(table: FileStore) -> str:
-    return f"{table.table_path}/branch"
-
-
-# -- snapshots, tags, consumers ------------------------------------------------------------
+# -- snapshots ----------------------------------------------------------------------------
 def snapshot_or_none(table: FileStore, snapshot_id: int) -> Snapshot | None:
     """The snapshot, or None when its file is gone (expired or deleted by hand)."""
     try:
@@ -79,48 +45,6 @@ def snapshot_or_none(table: FileStore, snapshot_id: int) -> Snapshot | None:
         if not table.file_io.exists(table.paths.snapshot_path(snapshot_id)):
             return None  # deleted between the existence check and the read
         raise
-
-
-def read_tags(table: FileStore) -> list[tuple[str, Snapshot]]:
-    """Every tag as (name, snapshot), ordered by snapshot id then name."""
-    out: list[tuple[str, Snapshot]] = []
-    for st in table.file_io.list_status(table.paths.tag_dir):
-        name = st.path.rsplit("/", 1)[-1]
-        if st.is_dir or not name.startswith(TAG_PREFIX):
-            continue
-        try:
-            snap = Snapshot.from_json(table.file_io.read_text(st.path), st.path)
-        except CorruptFileError:
-            if table.file_io.exists(st.path):
-                raise
-            continue  # deleted while we listed
-        out.append((name[len(TAG_PREFIX):], snap))
-    out.sort(key=lambda t: (t[1].id, t[0]))
-    return out
-
-
-def tagged_snapshots(tags: Iterable[tuple[str, Snapshot]]) -> list[Snapshot]:
-    """One snapshot per tagged id, ascending."""
-    by_id: dict[int, Snapshot] = {}
-    for _, snap in tags:
-        by_id.setdefault(snap.id, snap)
-    return [by_id[i] for i in sorted(by_id)]
-
-
-def consumer_min_next_snapshot(table: FileStore) -> int | None:
-    """The smallest ``nextSnapshot`` of Paimon consumers (``consumer/consumer-<id>``): a
-    streaming reader still needs that snapshot and everything after it."""
-    found: list[int] = []
-    for st in table.file_io.list_status(consumer_dir(table)):
-        if st.is_dir or not st.path.rsplit("/", 1)[-1].startswith("consumer-"):
-            continue
-        try:
-            value = json.loads(table.file_io.read_text(st.path)).get("nextSnapshot")
-        except (CorruptFileError, ValueError, AttributeError):
-            continue
-        if isinstance(value, int):
-            found.append(value)
-    return min(found) if found else None
 
 
 # -- manifests -----------------------------------------------------------------------------

@@ -27,6 +27,8 @@ from lakecore.options import CoreOptions
 
 @dataclass(frozen=True)
 class ExpireConfig:
+    """Snapshot retention: counts, time retained and the per-run delete limit."""
+
     retain_min: int = 10
     retain_max: int = 2**31 - 1
     time_retained: timedelta = timedelta(hours=1)

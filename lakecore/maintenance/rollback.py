@@ -13,7 +13,7 @@ unreferenced; ``remove_orphan_files`` collects them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.errors import MaintenanceError
 from lakecore.format.snapshot import Snapshot
@@ -29,18 +29,17 @@ from lakecore.maintenance.refs import (
     live_entries,
     live_file_keys,
     metadata_names,
-    read_tags,
     snapshot_or_none,
 )
-from lakecore.maintenance.tags import tag_snapshot
+from lakecore.store.file_store import FileStore
+from lakecore.store.tags import read_tags, tag_snapshot
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
 class RollbackPlan:
+    """What a rollback to a snapshot or tag removes: later snapshots, tags and files."""
+
     target: Snapshot
     tag: str | None
     latest_id: int | None
@@ -64,6 +63,8 @@ class RollbackPlan:
 
 @dataclass(frozen=True)
 class RollbackReport:
+    """What a rollback removed (or would remove, in a dry run)."""
+
     dry_run: bool
     plan: RollbackPlan
     snapshots_removed: int

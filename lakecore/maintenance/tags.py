@@ -1,5 +1,6 @@
 """Tags: ``tag/tag-<name>`` holds the tagged snapshot's JSON, exactly as Paimon writes a tag
 without a retention. A tag pins its snapshot: expiry keeps every file and manifest it needs.
+Creating, listing and deleting tags is here; reading them is ``lakecore.store.tags``'s.
 
 Deleting a tag whose snapshot has already expired also removes the files only that tag still
 held (Paimon's ``TagManager.deleteTag``): its live files that neither neighbour — the previous
@@ -9,18 +10,11 @@ tag, and the earlier of the next tag and the earliest snapshot — holds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from lakecore.errors import (
-    CorruptFileError,
-    MaintenanceError,
-    SnapshotNotExistError,
-    TagAlreadyExistError,
-    TagNotExistError,
-)
+from lakecore.errors import SnapshotNotExistError, TagAlreadyExistError
 from lakecore.format.snapshot import Snapshot
 from lakecore.maintenance.refs import (
-    TAG_PREFIX,
     DataPaths,
     FileRef,
     added_entries,
@@ -31,17 +25,17 @@ from lakecore.maintenance.refs import (
     live_entries,
     live_file_keys,
     metadata_names,
-    read_tags,
     snapshot_or_none,
 )
+from lakecore.store.file_store import FileStore
+from lakecore.store.tags import check_tag_name, read_tags, tag_snapshot
 from lakecore.utils.faults import CrashStep, maybe_crash
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
 
 
 @dataclass(frozen=True)
 class TagInfo:
+    """One tag: its name and the snapshot it pins."""
+
     name: str
     snapshot_id: int
     commit_kind: str
@@ -57,35 +51,9 @@ class TagInfo:
         return dict(self.__dict__)
 
 
-def check_tag_name(name: str) -> None:
-    bad = (not name or not name.strip() or name in (".", "..") or "/" in name or "\\" in name
-           or any(ord(c) < 32 for c in name))
-    if bad:
-        raise MaintenanceError(f"invalid tag name {name!r}: blank, a path separator, '.'/'..' "
-                               "or control characters")
-
-
 def list_tags(table: FileStore) -> list[TagInfo]:
     """Every tag, ordered by snapshot id then name."""
     return [TagInfo.of(n, s) for n, s in read_tags(table)]
-
-
-def tag_snapshot(table: FileStore, name: str) -> Snapshot:
-    """The snapshot a tag pins (its files are kept even after the snapshot expired)."""
-    check_tag_name(name)
-    path = table.paths.tag_path(name)
-    try:
-        return Snapshot.from_json(table.file_io.read_text(path), path)
-    except CorruptFileError:
-        if not table.file_io.exists(path):
-            raise TagNotExistError(f"tag {name!r} does not exist in {table.identifier}") from None
-        raise
-
-
-def scan_tag_snapshot(table: FileStore) -> Snapshot | None:
-    """For ``TableScan``: the snapshot named by ``scan.tag-name``, or None when unset."""
-    name = table.options.scan_tag_name
-    return None if name is None else tag_snapshot(table, name)
 
 
 def create_tag(
@@ -112,6 +80,8 @@ def create_tag(
 
 @dataclass(frozen=True)
 class TagDeleteReport:
+    """What deleting a tag removed: the tag and the files only it held."""
+
     dry_run: bool
     name: str
     snapshot_id: int
@@ -189,5 +159,5 @@ def delete_tag(table: FileStore, name: str, *, dry_run: bool = True) -> TagDelet
     return TagDeleteReport(False, name, snap.id, tuple(files), n, size, note)
 
 
-__all__ = ["TAG_PREFIX", "TagDeleteReport", "TagInfo", "check_tag_name", "create_tag",
-           "delete_tag", "list_tags", "plan_tag_cleanup", "scan_tag_snapshot", "tag_snapshot"]
+__all__ = ["TagDeleteReport", "TagInfo", "create_tag", "delete_tag", "list_tags",
+           "plan_tag_cleanup"]

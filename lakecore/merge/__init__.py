@@ -3,7 +3,8 @@ as Paimon's merge engines do, with columnar (pyarrow / numpy) code only."""
 
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
-from lakecore.merge.spec import AggregateFunction, MergeEngine, MergeSpec
+from lakecore.merge.spec import MergeSpec
+from lakecore.options import AggregateFunction, MergeEngine
 
 __all__ = [
     "AggregateFunction",

@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import MergeError
-from lakecore.merge.spec import RETRACTABLE, AggregateFunction
+from lakecore.merge.spec import RETRACTABLE
+from lakecore.options import AggregateFunction
 
 
 @dataclass(frozen=True, eq=False)

@@ -15,7 +15,8 @@ import pyarrow as pa
 from lakecore.format.kv import VALUE_KIND, RowKind
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
-from lakecore.merge.spec import MergeEngine, MergeSpec
+from lakecore.merge.spec import MergeSpec
+from lakecore.options import MergeEngine
 
 
 def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,

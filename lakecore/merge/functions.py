@@ -32,7 +32,8 @@ from lakecore.errors import MergeError
 from lakecore.format.kv import KEY_PREFIX, KV_SYSTEM_COLUMNS, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.merge.aggregates import Groups, RetractionError, aggregate
 from lakecore.merge.sort import group_starts
-from lakecore.merge.spec import AggregateFunction, MergeEngine, MergeSpec
+from lakecore.merge.spec import MergeSpec
+from lakecore.options import AggregateFunction, MergeEngine
 
 
 @dataclass

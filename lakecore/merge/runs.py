@@ -8,7 +8,7 @@ chunk per run.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -48,7 +48,7 @@ class _Run:
 
 
 def merge_runs(
-    runs: list[Iterable[pa.Table]], spec: MergeSpec, *, drop_retracts: bool,
+    runs: Sequence[Iterable[pa.Table]], spec: MergeSpec, *, drop_retracts: bool,
     columns: list[str] | None = None, ordered: bool = True,
 ) -> Iterator[pa.Table]:
     """Merge sorted runs into sorted, merged chunks (one row per key). ``columns``: only these

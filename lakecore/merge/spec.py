@@ -1,32 +1,31 @@
 """What a merge needs to know about a primary-key table: the row kinds, the merge engine, and
 the per-column options (``merge-engine``, ``sequence.field``, ``ignore-delete``,
-``*.remove-record-on-delete``, ``fields.<f>.aggregate-function`` ...), resolved once so the
-columnar merge code never parses option strings.
+``*.remove-record-on-delete``, ``fields.<f>.aggregate-function`` ...). ``MergeSpec.from_options``
+takes them from a table's ``CoreOptions``, which parsed and resolved them once (Paimon's keys,
+defaults and fallback keys), so the columnar merge code never reads option strings.
 
-Option keys, defaults and the function-resolution order follow Paimon's ``CoreOptions`` and
-``AggregateMergeFunction.getAggFuncName``.
+The function-resolution order follows Paimon's ``AggregateMergeFunction.getAggFuncName``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from types import MappingProxyType
+from typing import TypeVar
 
 from lakecore.errors import OptionError
 from lakecore.format.kv import KEY_PREFIX
-from lakecore.options.registry import AggregateFunction, parse_aggregate_function
+from lakecore.options import AggregateFunction, CoreOptions, MergeEngine
+from lakecore.options.registry import (
+    FIELD_AGGREGATE_FUNCTION,
+    FIELD_IGNORE_RETRACT,
+    FIELD_LIST_AGG_DELIMITER,
+    SEQUENCE_FIELD,
+    ConfigOption,
+)
 
-
-class MergeEngine(Enum):
-    """The ``merge-engine`` option's values."""
-
-    DEDUPLICATE = "deduplicate"
-    PARTIAL_UPDATE = "partial-update"
-    AGGREGATE = "aggregation"
-    FIRST_ROW = "first-row"
-
+T = TypeVar("T")
 
 # Aggregators whose Paimon class overrides ``retract``; the rest throw on -U/-D unless
 # ``fields.<f>.ignore-retract`` wraps them in FieldIgnoreRetractAgg.
@@ -39,22 +38,12 @@ RETRACTABLE = frozenset(
         AggregateFunction.LAST_NON_NULL_VALUE,
     }
 )
-
-DEFAULT_LISTAGG_DELIMITER = ","
-_IGNORE_DELETE_KEYS = (
-    "ignore-delete",
-    "first-row.ignore-delete",
-    "deduplicate.ignore-delete",
-    "partial-update.ignore-delete",
-)
-
-
-def parse_agg_func(name: str, key: str) -> AggregateFunction:
-    """An aggregate function by its option spelling; ``key`` names the option on error."""
-    try:
-        return parse_aggregate_function(name.strip().lower())
-    except ValueError as e:
-        raise OptionError(key, f"unsupported aggregate function {name!r}: {e}") from None
+# ``fields.<f>.list-agg-delimiter`` when a column does not set it.
+DEFAULT_LISTAGG_DELIMITER: str = FIELD_LIST_AGG_DELIMITER.default or ","
+# Paimon merge features lakecore does not implement. Their keys are not in the option registry,
+# so a strict map refuses them; a table another engine wrote keeps them as unknown keys.
+_SEQUENCE_GROUP_SUFFIXES = (".sequence-group", "remove-record-on-sequence-group")
+_SORT_ORDER_KEY = "sequence.field.sort-order"
 
 
 @dataclass(frozen=True)
@@ -66,6 +55,7 @@ class MergeSpec:
     included), which the aggregation engine carries through instead of aggregating.
     ``remove_record_on_delete`` is ``partial-update.remove-record-on-delete`` or
     ``aggregation.remove-record-on-delete`` depending on the engine (ignored by the others).
+    Every value is typed: build one with ``from_options``, or directly in tests.
     """
 
     engine: MergeEngine
@@ -87,16 +77,8 @@ class MergeSpec:
         set_(self, "primary_keys", tuple(self.primary_keys))
         set_(self, "sequence_fields", tuple(self.sequence_fields))
         set_(self, "ignore_retract", frozenset(self.ignore_retract))
-        funcs = {
-            col: f if isinstance(f, AggregateFunction) else parse_agg_func(f, _agg_key(col))
-            for col, f in self.aggregate_functions.items()
-        }
-        set_(self, "aggregate_functions", MappingProxyType(funcs))
+        set_(self, "aggregate_functions", MappingProxyType(dict(self.aggregate_functions)))
         set_(self, "listagg_delimiters", MappingProxyType(dict(self.listagg_delimiters)))
-        default = self.default_aggregate_function
-        if default is not None and not isinstance(default, AggregateFunction):
-            set_(self, "default_aggregate_function",
-                 parse_agg_func(default, "fields.default-aggregate-function"))
         self._validate()
 
     def _validate(self) -> None:
@@ -108,7 +90,7 @@ class MergeSpec:
         values = set(self.value_columns)
         for f in self.sequence_fields:
             if f not in values:
-                raise OptionError("sequence.field", f"field {f!r} is not a table column")
+                raise OptionError(SEQUENCE_FIELD.key, f"field {f!r} is not a table column")
         for col in self.aggregate_functions:
             if col not in values:
                 raise OptionError(_agg_key(col), f"field {col!r} is not a table column")
@@ -150,68 +132,45 @@ class MergeSpec:
     @classmethod
     def from_options(
         cls,
-        options: Mapping[str, str],
+        options: CoreOptions,
         *,
         key_columns: Iterable[str],
         value_columns: Iterable[str],
-        primary_keys: Iterable[str],
     ) -> MergeSpec:
-        """Build a spec from a table's option map (Paimon's keys, Paimon's defaults)."""
-        raw = {k: str(v) for k, v in options.items()}
-        value_columns = tuple(value_columns)
-        try:
-            engine = MergeEngine(raw.get("merge-engine", MergeEngine.DEDUPLICATE.value).strip())
-        except ValueError:
-            raise OptionError("merge-engine", f"unknown merge engine {raw['merge-engine']!r}") \
-                from None
-        for k in raw:
-            if k.endswith(".sequence-group") or k.endswith("remove-record-on-sequence-group"):
-                raise OptionError(k, "sequence groups are not supported")
-        if raw.get("sequence.field.sort-order", "ascending").strip().lower() != "ascending":
-            raise OptionError("sequence.field.sort-order", "only 'ascending' is supported")
-        seq = tuple(s.strip() for s in raw.get("sequence.field", "").split(",") if s.strip())
-        ignore_delete = any(_bool(raw, k) for k in _IGNORE_DELETE_KEYS)
-        remove_key = {
-            MergeEngine.PARTIAL_UPDATE: "partial-update.remove-record-on-delete",
-            MergeEngine.AGGREGATE: "aggregation.remove-record-on-delete",
-        }.get(engine)
-        funcs: dict[str, AggregateFunction] = {}
-        ignore_retract: set[str] = set()
-        delimiters: dict[str, str] = {}
-        for col in value_columns:
-            if (name := raw.get(_agg_key(col))) is not None:
-                funcs[col] = parse_agg_func(name, _agg_key(col))
-            if _bool(raw, f"fields.{col}.ignore-retract"):
-                ignore_retract.add(col)
-            if (delim := raw.get(f"fields.{col}.list-agg-delimiter")) is not None:
-                delimiters[col] = delim
-        default = raw.get("fields.default-aggregate-function")
+        """The spec of a table with these options (its primary key is ``options.primary_keys``),
+        for the data file's ``key_columns`` and the ``value_columns`` being merged. Per-column
+        settings of columns outside ``value_columns`` are left out."""
+        _refuse_unsupported(options)
+        values = tuple(value_columns)
+
+        def of_values(option: ConfigOption[T]) -> dict[str, T]:
+            return {c: v for c, v in options.field_settings(option).items() if c in values}
+
         return cls(
-            engine=engine,
+            engine=options.merge_engine,
             key_columns=tuple(key_columns),
-            value_columns=value_columns,
-            primary_keys=tuple(primary_keys),
-            sequence_fields=seq,
-            ignore_delete=ignore_delete,
-            remove_record_on_delete=_bool(raw, remove_key) if remove_key else False,
-            aggregate_functions=funcs,
-            default_aggregate_function=(
-                parse_agg_func(default, "fields.default-aggregate-function") if default else None
-            ),
-            ignore_retract=frozenset(ignore_retract),
-            listagg_delimiters=delimiters,
+            value_columns=values,
+            primary_keys=options.primary_keys,
+            sequence_fields=options.sequence_field,
+            ignore_delete=options.ignore_delete,
+            remove_record_on_delete=options.remove_record_on_delete,
+            aggregate_functions=of_values(FIELD_AGGREGATE_FUNCTION),
+            default_aggregate_function=options.fields_default_aggregate_function,
+            ignore_retract=frozenset(c for c, v in of_values(FIELD_IGNORE_RETRACT).items() if v),
+            listagg_delimiters=of_values(FIELD_LIST_AGG_DELIMITER),
         )
 
 
+def _refuse_unsupported(options: CoreOptions) -> None:
+    """Sequence groups and a descending ``sequence.field.sort-order`` are not implemented."""
+    raw = options.to_map()
+    for key in raw:
+        if key.endswith(_SEQUENCE_GROUP_SUFFIXES):
+            raise OptionError(key, "sequence groups are not supported")
+    order = raw.get(_SORT_ORDER_KEY, "ascending")
+    if order.strip().lower() != "ascending":
+        raise OptionError(_SORT_ORDER_KEY, "only 'ascending' is supported")
+
+
 def _agg_key(column: str) -> str:
-    return f"fields.{column}.aggregate-function"
-
-
-def _bool(raw: Mapping[str, str], key: str) -> bool:
-    value = raw.get(key)
-    if value is None:
-        return False
-    text = value.strip().lower()
-    if text not in ("true", "false"):
-        raise OptionError(key, f"expected 'true' or 'false', got {value!r}")
-    return text == "true"
+    return FIELD_AGGREGATE_FUNCTION.for_field(column)

@@ -1,5 +1,6 @@
-"""Table options: Paimon's option keys (``registry``), their text rules (``parse``), the
-cross-option checks (``checks``) and ``CoreOptions``, the typed view every operation reads."""
+"""Table options: Paimon's option keys (``registry``), their text rules (``parse``), the typed
+accessors (``view``), the cross-option checks (``checks``) and ``CoreOptions`` (``core``), the
+validated view every operation reads."""
 
 from lakecore.options.core import (
     OPTIONS,

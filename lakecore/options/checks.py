@@ -4,13 +4,14 @@ Each check looks at combinations a single value cannot judge: a key that names c
 options that contradict each other, an option that only makes sense with a primary key. Most
 mirror Paimon's ``SchemaValidation``; the rest refuse settings Paimon would silently ignore, so a
 mistake surfaces when the table is created rather than as wrong data later. Every error names
-the offending key.
+the offending key. The checks read the parsed map through ``OptionsView``; ``CoreOptions``, which
+runs them, builds on that view.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from lakecore.errors import OptionError
 from lakecore.options.registry import (
@@ -37,12 +38,10 @@ from lakecore.options.registry import (
     MergeEngine,
     resolve_key,
 )
-
-if TYPE_CHECKING:
-    from lakecore.options import CoreOptions
+from lakecore.options.view import OptionsView
 
 
-def require_columns(opts: CoreOptions, option: ConfigOption[Any], names: Sequence[str]) -> None:
+def require_columns(opts: OptionsView, option: ConfigOption[Any], names: Sequence[str]) -> None:
     """The columns an option names exist (when the columns are known) and are not repeated."""
     if opts.column_names:
         missing = [n for n in names if n not in opts.column_names]
@@ -56,12 +55,12 @@ def require_columns(opts: CoreOptions, option: ConfigOption[Any], names: Sequenc
         raise OptionError(option.key, f"names column(s) {repeated} more than once")
 
 
-def _needs_primary_key(opts: CoreOptions, option: ConfigOption[Any], why: str) -> None:
+def _needs_primary_key(opts: OptionsView, option: ConfigOption[Any], why: str) -> None:
     if not opts.primary_keys:
         raise OptionError(option.key, f"needs a table with a primary key: {why}")
 
 
-def check_bucket(opts: CoreOptions) -> None:
+def check_bucket(opts: OptionsView) -> None:
     if not opts.contains(BUCKET_KEY):
         return
     if opts.bucket == -1:
@@ -79,7 +78,7 @@ def check_bucket(opts: CoreOptions) -> None:
         )
 
 
-def check_merge(opts: CoreOptions) -> None:
+def check_merge(opts: OptionsView) -> None:
     if opts.contains(MERGE_ENGINE) and opts.merge_engine is not MergeEngine.DEDUPLICATE:
         _needs_primary_key(opts, MERGE_ENGINE, "rows are only merged by key")
     producer = opts.changelog_producer
@@ -113,7 +112,7 @@ def check_merge(opts: CoreOptions) -> None:
             raise OptionError(SEQUENCE_FIELD.key, "cannot be used with merge-engine first-row")
 
 
-def check_aggregation(opts: CoreOptions) -> None:
+def check_aggregation(opts: OptionsView) -> None:
     """Aggregate functions: only with a merging engine, never on keys or sequence columns."""
     own = opts.field_settings(FIELD_AGGREGATE_FUNCTION)
     configured = [k for k in opts.to_map() if resolve_key(k)[1] is not None]
@@ -152,7 +151,7 @@ def check_aggregation(opts: CoreOptions) -> None:
         )
 
 
-def check_triggers_and_hours(opts: CoreOptions) -> None:
+def check_triggers_and_hours(opts: OptionsView) -> None:
     stop = opts.get(NUM_SORTED_RUN_STOP_TRIGGER)
     trigger = opts.num_sorted_run_compaction_trigger
     if stop is not None and stop < trigger:
@@ -167,7 +166,7 @@ def check_triggers_and_hours(opts: CoreOptions) -> None:
         raise OptionError(missing.key, "set both off-peak hours, or neither")
 
 
-def check_retention(opts: CoreOptions) -> None:
+def check_retention(opts: OptionsView) -> None:
     snapshot = (opts.snapshot_num_retained_min, opts.snapshot_num_retained_max)
     changelog = (opts.changelog_num_retained_min, opts.changelog_num_retained_max)
     for option, (low, high) in (
@@ -180,13 +179,13 @@ def check_retention(opts: CoreOptions) -> None:
         raise OptionError(COMMIT_MIN_RETRY_WAIT.key, "is longer than commit.max-retry-wait")
 
 
-def check_scan(opts: CoreOptions) -> None:
+def check_scan(opts: OptionsView) -> None:
     chosen = [o.key for o in SCAN_MODE_OPTIONS if opts.contains(o)]
     if len(chosen) > 1:
         raise OptionError(chosen[1], f"cannot be combined with {chosen[0]!r}; pick one")
 
 
-CROSS_CHECKS: tuple[Callable[[CoreOptions], None], ...] = (
+CROSS_CHECKS: tuple[Callable[[OptionsView], None], ...] = (
     check_bucket,
     check_merge,
     check_aggregation,

@@ -1,0 +1,1 @@
+"""Reading a snapshot: scan planning into splits, merge-on-read of each split, predicates."""

@@ -24,6 +24,8 @@ _CMP: dict[str, Callable[[Any, Any], bool]] = {
 
 @dataclass(frozen=True)
 class Predicate:
+    """A filter as a value: a leaf comparison or an and/or of predicates."""
+
     method: str  # a leaf comparison, is_null, is_not_null, is_in, is_not_in, between, and, or
     field: str | None = None
     literals: tuple[Any, ...] = ()
@@ -103,7 +105,8 @@ class Predicate:
 
     # -- statistics ----------------------------------------------------------------------
     def may_match(
-        self, mins: dict[str, Any], maxs: dict[str, Any], nulls: dict[str, int], row_count: int
+        self, mins: dict[str, Any], maxs: dict[str, Any], nulls: dict[str, int | None],
+        row_count: int,
     ) -> bool:
         """False only when no row with these column stats can satisfy the predicate."""
         m = self.method
@@ -143,6 +146,8 @@ class Predicate:
 
 
 class PredicateBuilder:
+    """Builds predicates over a row type, checking column names (pypaimon's shape)."""
+
     def __init__(self, row_type: RowType) -> None:
         self.row_type = row_type
 

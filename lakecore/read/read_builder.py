@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
@@ -12,12 +12,12 @@ from lakecore.read.predicate import Predicate, PredicateBuilder
 from lakecore.read.scan import Plan, Split, TableScan
 from lakecore.read.split_read import ROW_KIND_COLUMN, SplitRead
 from lakecore.schema.types import to_arrow
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 
 class ReadBuilder:
+    """Starts a read: filter and projection, then a scan and a read (pypaimon's shape)."""
+
     def __init__(self, table: FileStore) -> None:
         self.table = table
         self.predicate: Predicate | None = None
@@ -52,6 +52,8 @@ class ReadBuilder:
 
 
 class TableRead:
+    """Reads planned splits into Arrow, pandas or a batch reader."""
+
     def __init__(
         self, table: FileStore, projection: list[str] | None, predicate: Predicate | None
     ) -> None:

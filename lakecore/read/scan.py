@@ -5,21 +5,22 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lakecore.errors import SnapshotNotExistError
 from lakecore.format.binary_row import decode_row
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.snapshot import CommitKind, Snapshot
+from lakecore.options import ChangelogProducer, MergeEngine
 from lakecore.read.predicate import Predicate, split_and
+from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.tags import scan_tag_snapshot, tag_snapshot
 
 
 @dataclass(frozen=True)
 class Split:
+    """One (partition, bucket)'s files to read from a snapshot."""
+
     partition: tuple
     bucket: int
     files: tuple[DataFileMeta, ...]
@@ -33,6 +34,8 @@ class Split:
 
 @dataclass(frozen=True)
 class Plan:
+    """The splits of one scan, and the snapshot they come from."""
+
     splits_: tuple[Split, ...]
     snapshot_id: int | None
 
@@ -41,6 +44,8 @@ class Plan:
 
 
 class TableScan:
+    """Plans a read: the snapshot to read, its live files pruned by the filter, as splits."""
+
     def __init__(self, table: FileStore, predicate: Predicate | None = None) -> None:
         self.table = table
         self.predicate = predicate
@@ -51,8 +56,6 @@ class TableScan:
         if o.scan_snapshot_id is not None:
             return sm.snapshot(o.scan_snapshot_id)
         if o.scan_tag_name is not None:
-            from lakecore.maintenance import scan_tag_snapshot
-
             return scan_tag_snapshot(self.table)
         if o.scan_timestamp_millis is not None:
             snap = sm.earlier_or_equal_time(o.scan_timestamp_millis)
@@ -68,8 +71,6 @@ class TableScan:
         if between is not None:
             start, end = between
             if isinstance(start, str) or isinstance(end, str):  # tag names
-                from lakecore.maintenance import tag_snapshot
-
                 start = start if isinstance(start, int) else tag_snapshot(self.table, start).id
                 end = end if isinstance(end, int) else tag_snapshot(self.table, end).id
             return self._plan_incremental(start, end)
@@ -80,7 +81,7 @@ class TableScan:
         metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(
             snap.delta_manifest_list
         )
-        live = merge_entries(mio.read_entries(metas)).values()
+        live = list(merge_entries(mio.read_entries(metas)).values())
         if self._skip_level0():
             live = [e for e in live if e.file.level > 0]
         return Plan(self._splits(live, snap.id, changelog=False), snap.id)
@@ -90,13 +91,13 @@ class TableScan:
         deduplicated against higher levels (lookup compaction lifts them), so batch scans
         read levels >= 1 only — exactly what Paimon's readers show."""
         return (self.table.is_primary_key_table
-                and self.table.options.merge_engine.value == "first-row")
+                and self.table.options.merge_engine is MergeEngine.FIRST_ROW)
 
     def _plan_incremental(self, start: int, end: int) -> Plan:
         """Files added by snapshots in (start, end]: changelog files when a changelog producer
         writes them, otherwise the APPEND snapshots' delta files."""
         sm, mio = self.table.snapshot_manager, self.table.manifest_io()
-        use_changelog = self.table.options.changelog_producer.value != "none"
+        use_changelog = self.table.options.changelog_producer is not ChangelogProducer.NONE
         entries: list[ManifestEntry] = []
         for sid in range(start + 1, end + 1):
             snap = sm.snapshot(sid)

@@ -8,7 +8,6 @@ a section with several is merged as sorted runs by the table's merge engine.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -17,12 +16,11 @@ from lakecore.format.binary_row import decode_row
 from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.data_file_reader import read_data_file
+from lakecore.io.specs import merge_spec_for
 from lakecore.merge.runs import merge_runs
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 ROW_KIND_COLUMN = "_ROW_KIND"
 
@@ -45,6 +43,8 @@ def key_sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[Da
 
 
 class SplitRead:
+    """Reads one split: plain files as they are, overlapping runs merged on read."""
+
     def __init__(
         self,
         table: FileStore,
@@ -61,8 +61,6 @@ class SplitRead:
                 self.read_names.append(c)
         self.is_pk = bool(s.primary_keys)
         if self.is_pk:
-            from lakecore.io.specs import merge_spec_for
-
             self.merge_spec = merge_spec_for(table, self.read_names)
             self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
             extra = [c for c in self.merge_spec.sequence_fields if c not in self.read_names]

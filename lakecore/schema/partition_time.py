@@ -18,12 +18,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
 
 from lakecore.errors import OptionError
-
-if TYPE_CHECKING:
-    from lakecore.options import CoreOptions
+from lakecore.options import CoreOptions
 
 _DEFAULT = re.compile(
     r"(\d{1,10})-(\d{1,2})-(\d{1,2})(?: (\d{1,2}):(\d{1,2}):(\d{1,2})(?:\.(\d{1,9}))?)?")

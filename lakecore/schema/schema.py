@@ -36,7 +36,7 @@ class Schema:
     """A table definition as the user gives it; validated when built.
 
     Lists become tuples. ``options`` are Paimon's option strings, checked with
-    ``CoreOptions.from_map`` plus the rules that need column types (``schema_validation``).
+    ``CoreOptions.from_map`` plus the rules that need column types (``validation``).
     """
 
     fields: tuple[DataField, ...]
@@ -50,7 +50,7 @@ class Schema:
         object.__setattr__(self, "partition_keys", tuple(self.partition_keys))
         object.__setattr__(self, "primary_keys", tuple(self.primary_keys))
         object.__setattr__(self, "options", dict(self.options))
-        validate_schema(self)
+        validate_schema(self.fields, self.partition_keys, self.primary_keys, self.options)
 
     @staticmethod
     def from_pyarrow_schema(

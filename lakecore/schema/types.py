@@ -21,6 +21,8 @@ MAX_LENGTH = 2147483647
 
 
 class TypeRoot(Enum):
+    """The root of a Paimon data type (INT, VARCHAR, ROW, ...)."""
+
     BOOLEAN = "BOOLEAN"
     TINYINT = "TINYINT"
     SMALLINT = "SMALLINT"
@@ -128,6 +130,8 @@ class DataType:
 
 @dataclass(frozen=True)
 class DataField:
+    """One field of a row type: id, name, type and description, as in the schema JSON."""
+
     id: int
     name: str
     type: DataType

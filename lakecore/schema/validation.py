@@ -1,4 +1,4 @@
-"""Validation of a user's ``Schema`` before a table is created.
+"""Validation of a user's table definition (a ``Schema``'s parts) before a table is created.
 
 Everything that can be checked without I/O is checked here, so a bad definition fails before any
 file is written, with an error that names the column or option key. The rules follow Paimon's
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from lakecore.errors import OptionError, SchemaError
 from lakecore.options import AggregateFunction, CoreOptions
@@ -28,10 +27,6 @@ from lakecore.options.registry import (
 from lakecore.schema.special_fields import KEY_PREFIX, SYSTEM_FIELD_NAMES
 from lakecore.schema.types import DataField, DataType, TypeRoot
 
-if TYPE_CHECKING:
-    from lakecore.schema import Schema
-
-
 _NUMERIC = frozenset(
     {
         TypeRoot.TINYINT,
@@ -46,9 +41,16 @@ _NUMERIC = frozenset(
 _PATTERN_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
-def validate_schema(schema: Schema) -> None:
-    """Everything checkable before a table exists, each error naming the column or key."""
-    names = schema.field_names
+def validate_schema(
+    fields: Sequence[DataField],
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: Mapping[str, str],
+) -> None:
+    """Everything checkable before a table exists, each error naming the column or key.
+
+    Takes the parts of a ``Schema`` (``lakecore.schema.schema``), which calls it when built."""
+    names = [f.name for f in fields]
     if not names:
         raise SchemaError("a table needs at least one column")
     _check_unique("column", names)
@@ -58,29 +60,27 @@ def validate_schema(schema: Schema) -> None:
                 f"column name {name!r} is reserved by Paimon (system columns are "
                 f"{sorted(SYSTEM_FIELD_NAMES)} and names starting with {KEY_PREFIX!r})"
             )
-    by_name = {f.name: f for f in schema.fields}
-    _check_keys("partition key", schema.partition_keys, by_name)
-    _check_keys("primary key", schema.primary_keys, by_name)
-    for key in schema.primary_keys:
+    by_name = {f.name: f for f in fields}
+    _check_keys("partition key", partition_keys, by_name)
+    _check_keys("primary key", primary_keys, by_name)
+    for key in primary_keys:
         column_type = by_name[key].type
         if column_type.nullable:
             raise SchemaError(
                 f"primary-key column {key!r} is nullable; primary-key columns must be NOT NULL: "
                 f"declare it as pa.field({key!r}, ..., nullable=False)"
             )
-    if schema.primary_keys and set(schema.primary_keys) <= set(schema.partition_keys):
+    if primary_keys and set(primary_keys) <= set(partition_keys):
         raise SchemaError(
-            f"primary key {list(schema.primary_keys)} must not consist of partition keys only "
-            f"({list(schema.partition_keys)}): each partition would hold a single row"
+            f"primary key {list(primary_keys)} must not consist of partition keys only "
+            f"({list(partition_keys)}): each partition would hold a single row"
         )
-    if PATH.key in schema.options:
+    if PATH.key in options:
         raise OptionError(PATH.key, "is set by the catalog, not in the table's options")
-    options = CoreOptions.from_map(
-        schema.options, primary_keys=schema.primary_keys, column_names=names
-    )
-    _check_bucket(schema, options, by_name)
-    _check_merge_columns(schema, options, by_name)
-    _check_partition_pattern(schema, options)
+    core = CoreOptions.from_map(options, primary_keys=primary_keys, column_names=names)
+    _check_bucket(partition_keys, primary_keys, core, by_name)
+    _check_merge_columns(partition_keys, primary_keys, core, by_name)
+    _check_partition_pattern(partition_keys, core)
 
 
 def _check_unique(what: str, names: Sequence[str]) -> None:
@@ -101,9 +101,14 @@ def _check_keys(what: str, keys: Sequence[str], by_name: Mapping[str, DataField]
             )
 
 
-def _check_bucket(schema: Schema, options: CoreOptions, by_name: Mapping[str, DataField]) -> None:
+def _check_bucket(
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: CoreOptions,
+    by_name: Mapping[str, DataField],
+) -> None:
     bucket = options.bucket
-    if schema.primary_keys:
+    if primary_keys:
         if not options.contains(BUCKET):
             raise OptionError(
                 BUCKET.key,
@@ -125,22 +130,25 @@ def _check_bucket(schema: Schema, options: CoreOptions, by_name: Mapping[str, Da
             f"an append table with bucket = {bucket} needs 'bucket-key' (the columns to hash)",
         )
     for key in options.bucket_key:
-        if key in schema.partition_keys:
+        if key in partition_keys:
             raise OptionError(BUCKET_KEY.key, f"{key!r} is a partition key; bucket keys cannot be")
         if key in by_name and by_name[key].type.is_nested:
             raise OptionError(BUCKET_KEY.key, f"{key!r} has nested type {by_name[key].type}")
 
 
 def _check_merge_columns(
-    schema: Schema, options: CoreOptions, by_name: Mapping[str, DataField]
+    partition_keys: Sequence[str],
+    primary_keys: Sequence[str],
+    options: CoreOptions,
+    by_name: Mapping[str, DataField],
 ) -> None:
-    """Rules that need column types or partition keys, beyond ``options_checks``."""
+    """Rules that need column types or partition keys, beyond ``lakecore.options.checks``."""
     if options.sequence_field:
-        if not set(schema.partition_keys) <= set(schema.primary_keys):
+        if not set(partition_keys) <= set(primary_keys):
             raise OptionError(
                 SEQUENCE_FIELD.key,
-                f"cannot be used when the primary key {list(schema.primary_keys)} does not "
-                f"contain every partition key {list(schema.partition_keys)}",
+                f"cannot be used when the primary key {list(primary_keys)} does not "
+                f"contain every partition key {list(partition_keys)}",
             )
         for name in options.sequence_field:
             if by_name[name].type.is_nested:
@@ -180,16 +188,16 @@ def _aggregate_type_problem(function: AggregateFunction, data_type: DataType) ->
     return None
 
 
-def _check_partition_pattern(schema: Schema, options: CoreOptions) -> None:
+def _check_partition_pattern(partition_keys: Sequence[str], options: CoreOptions) -> None:
     pattern = options.partition_timestamp_pattern
     if pattern is None:
         return
-    if not schema.partition_keys:
+    if not partition_keys:
         raise OptionError(PARTITION_TIMESTAMP_PATTERN.key, "needs a partitioned table")
-    unknown = [n for n in _PATTERN_REF.findall(pattern) if n not in schema.partition_keys]
+    unknown = [n for n in _PATTERN_REF.findall(pattern) if n not in partition_keys]
     if unknown:
         raise OptionError(
             PARTITION_TIMESTAMP_PATTERN.key,
             f"refers to {['$' + n for n in unknown]}, which are not partition keys "
-            f"{list(schema.partition_keys)}",
+            f"{list(partition_keys)}",
         )

@@ -21,35 +21,36 @@ only by other engines) fall back to the full walk. Paimon's readers ignore ``_la
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from dataclasses import dataclass
 
 from lakecore.errors import CorruptFileError
 from lakecore.store.file_io import FileIO
+from lakecore.store.paths import COMMIT_USER_PREFIX, PathFactory
 
 log = logging.getLogger(__name__)
-
-STATE_DIR = "_lakecore"
-USERS_DIR = "commit-users"
-PREFIX = "commit-user-"
 
 
 @dataclass(frozen=True)
 class Marker:
+    """One commit user's marker: the snapshot id every snapshot of the user comes after."""
+
     commit_user: str
     after_snapshot_id: int  # every snapshot by the user has a greater id
 
 
 class CommitUserIndex:
-    def __init__(self, file_io: FileIO, table_path: str) -> None:
+    """The commit-user markers of one table: read, create or lower, and list them."""
+
+    def __init__(self, file_io: FileIO, paths: PathFactory | str) -> None:
+        """``paths``: the table's path factory (or its path, for callers without one)."""
         self.file_io = file_io
-        self.dir = f"{table_path.rstrip('/')}/{STATE_DIR}/{USERS_DIR}"
+        self.paths = paths if isinstance(paths, PathFactory) else PathFactory(paths)
+        self.dir = self.paths.commit_user_dir
 
     def path(self, commit_user: str) -> str:
-        digest = hashlib.sha256(commit_user.encode("utf-8")).hexdigest()
-        return f"{self.dir}/{PREFIX}{digest}"
+        return self.paths.commit_user_path(commit_user)
 
     def enabled(self) -> bool:
         """False for tables whose users were never indexed: lookups must walk everything."""
@@ -78,12 +79,12 @@ class CommitUserIndex:
         self.file_io.overwrite_atomic(self.path(commit_user),
                                       json.dumps(body).encode("utf-8"))
 
-    def markers(self) -> list[tuple[str, int, Marker]]:
+    def markers(self) -> list[tuple[str, int | None, Marker]]:
         """(path, mtime millis, marker) of every marker, for garbage collection."""
         out = []
         for st in self.file_io.list_status(self.dir):
             name = st.path.rsplit("/", 1)[-1]
-            if st.is_dir or not name.startswith(PREFIX):
+            if st.is_dir or not name.startswith(COMMIT_USER_PREFIX):
                 continue
             try:
                 marker = parse(self.file_io.read_bytes(st.path), st.path)

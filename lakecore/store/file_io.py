@@ -21,6 +21,8 @@ from lakecore.errors import CorruptFileError
 
 @dataclass(frozen=True)
 class FileStatus:
+    """A listed file or directory: path, size, modification time."""
+
     path: str
     size: int
     mtime_millis: int | None

@@ -65,6 +65,8 @@ def _partition_stats(
 
 
 class ManifestIO:
+    """Reads and writes a table's manifests and manifest lists."""
+
     def __init__(
         self,
         file_io: FileIO,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import uuid
 from collections.abc import Sequence
@@ -13,10 +14,27 @@ from lakecore.schema.types import DataType
 
 SCHEMA_DIR = "schema"
 SNAPSHOT_DIR = "snapshot"
+SNAPSHOT_PREFIX = "snapshot-"
+LATEST_HINT = "LATEST"
+EARLIEST_HINT = "EARLIEST"
 MANIFEST_DIR = "manifest"
+INDEX_MANIFEST_PREFIX = "index-manifest"
 TAG_DIR = "tag"
+TAG_PREFIX = "tag-"
+CHANGELOG_DIR = "changelog"  # Java Paimon's long-lived changelogs (lakecore writes none)
+CHANGELOG_PREFIX = "changelog-"
+CONSUMER_DIR = "consumer"  # Paimon's streaming consumers
+CONSUMER_PREFIX = "consumer-"
+BRANCH_DIR = "branch"
 BUCKET_PREFIX = "bucket-"
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
+
+# lakecore's own bookkeeping under the table; Paimon's readers ignore it
+STATE_DIR = "_lakecore"
+COMMIT_USERS_DIR = "commit-users"
+COMMIT_USER_PREFIX = "commit-user-"
+EXPIRED_PARTITIONS_DIR = "expired-partitions"
+PARTITION_EXPIRE_LAST_CHECK = "partition-expire-last-check"
 
 # Java PartitionPathUtils escapes these (plus control characters) as %XX.
 _ESCAPE = set("\"#%'*/:=?\\{}[]^")
@@ -74,15 +92,15 @@ class PathFactory:
         return f"{self.table_path}/{SNAPSHOT_DIR}"
 
     def snapshot_path(self, snapshot_id: int) -> str:
-        return f"{self.snapshot_dir}/snapshot-{snapshot_id}"
+        return f"{self.snapshot_dir}/{SNAPSHOT_PREFIX}{snapshot_id}"
 
     @property
     def latest_hint(self) -> str:
-        return f"{self.snapshot_dir}/LATEST"
+        return f"{self.snapshot_dir}/{LATEST_HINT}"
 
     @property
     def earliest_hint(self) -> str:
-        return f"{self.snapshot_dir}/EARLIEST"
+        return f"{self.snapshot_dir}/{EARLIEST_HINT}"
 
     @property
     def manifest_dir(self) -> str:
@@ -102,7 +120,44 @@ class PathFactory:
         return f"{self.table_path}/{TAG_DIR}"
 
     def tag_path(self, name: str) -> str:
-        return f"{self.tag_dir}/tag-{name}"
+        return f"{self.tag_dir}/{TAG_PREFIX}{name}"
+
+    @property
+    def changelog_dir(self) -> str:
+        return f"{self.table_path}/{CHANGELOG_DIR}"
+
+    @property
+    def consumer_dir(self) -> str:
+        return f"{self.table_path}/{CONSUMER_DIR}"
+
+    @property
+    def branch_dir(self) -> str:
+        return f"{self.table_path}/{BRANCH_DIR}"
+
+    # -- lakecore's own state (``_lakecore/``) -----------------------------------------------
+    @property
+    def state_dir(self) -> str:
+        return f"{self.table_path}/{STATE_DIR}"
+
+    @property
+    def commit_user_dir(self) -> str:
+        return f"{self.state_dir}/{COMMIT_USERS_DIR}"
+
+    def commit_user_path(self, commit_user: str) -> str:
+        """The commit-user marker of ``commit_user`` (named by the SHA-256 of the user)."""
+        digest = hashlib.sha256(commit_user.encode("utf-8")).hexdigest()
+        return f"{self.commit_user_dir}/{COMMIT_USER_PREFIX}{digest}"
+
+    @property
+    def expired_partitions_dir(self) -> str:
+        return f"{self.state_dir}/{EXPIRED_PARTITIONS_DIR}"
+
+    def expired_partitions_path(self, file_name: str) -> str:
+        return f"{self.expired_partitions_dir}/{file_name}"
+
+    @property
+    def partition_expire_last_check(self) -> str:
+        return f"{self.state_dir}/{PARTITION_EXPIRE_LAST_CHECK}"
 
     # -- data ----------------------------------------------------------------------------
     def partition_path(self, values: Sequence[Any]) -> str:

@@ -10,14 +10,16 @@ import pyarrow.fs as pafs
 from lakecore.errors import CorruptFileError, SnapshotNotExistError
 from lakecore.format.snapshot import Snapshot
 from lakecore.store.file_io import FileIO
-from lakecore.store.paths import PathFactory
+from lakecore.store.paths import SNAPSHOT_PREFIX, PathFactory
 from lakecore.utils.faults import CrashStep, maybe_crash
 
-_SNAPSHOT_FILE = re.compile(r"^snapshot-(\d+)$")
+_SNAPSHOT_FILE = re.compile(rf"^{SNAPSHOT_PREFIX}(\d+)$")
 _CACHE_SIZE = 4096
 
 
 class SnapshotManager:
+    """Finds, reads and creates a table's snapshot files and their hints."""
+
     def __init__(self, file_io: FileIO, paths: PathFactory) -> None:
         self.file_io = file_io
         self.paths = paths

@@ -1,1 +1,2 @@
-"""Small helpers every layer may use: Arrow grouping (``arrow``) and crash points (``faults``)."""
+"""Small helpers every layer may use: Arrow grouping (``arrow``), crash points (``faults``)
+and the clocks of ``now`` arguments (``clock``)."""

@@ -15,6 +15,8 @@ from lakecore.store.paths import PathFactory
 
 
 class AppendOnlyWriter:
+    """The writer of one bucket of an append table: rows straight to level-0 files."""
+
     def __init__(
         self,
         file_io: FileIO,

@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from lakecore.commit.message import CommitMessage
+from lakecore.compact.inline import InlineCompactor
 from lakecore.format.kv import to_kv
 from lakecore.format.manifest import FileSource
 from lakecore.io.data_file_writer import FileWriterSpec, RollingFileWriter
@@ -26,9 +27,6 @@ from lakecore.merge.runs import merge_runs
 from lakecore.merge.spec import MergeSpec
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import PathFactory
-
-if TYPE_CHECKING:
-    from lakecore.compact.inline import InlineCompactor
 
 SPILL_CHUNK_ROWS = 256 * 1024
 
@@ -41,6 +39,8 @@ def _read_ipc_chunks(path: str) -> Iterator[pa.Table]:
 
 
 class MergeTreeWriter:
+    """The writer of one bucket of a primary-key table: sort buffer, merge, level-0 files."""
+
     def __init__(
         self,
         file_io: FileIO,

@@ -101,7 +101,7 @@ class BatchTableCommit:
                 pf = partition_equals(b.static_partition, keys)
             elif keys and self.table.options.dynamic_partition_overwrite:
                 touched = {tuple(m.partition) for m in messages}
-                pf = touched.__contains__  # type: ignore[assignment]
+                pf = touched.__contains__
         # a recommit (after an unknown outcome) looks for the first attempt's snapshot
         if b.is_overwrite:
             self.last_result = self._commit.overwrite(messages, pf, BATCH_COMMIT_IDENTIFIER)
@@ -139,7 +139,7 @@ class StreamWriteBuilder:
 class StreamTableWrite(TableWrite):
     """The write of a stream builder."""
 
-    def prepare_commit(self, commit_identifier: int | None = None) -> list[CommitMessage]:  # type: ignore[override]
+    def prepare_commit(self, commit_identifier: int | None = None) -> list[CommitMessage]:
         return super().prepare_commit()
 
 

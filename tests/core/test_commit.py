@@ -9,7 +9,11 @@ import pytest
 
 from lakecore.commit.file_store_commit import FileStoreCommit
 from lakecore.commit.message import CommitMessage
-from lakecore.errors import CommitConflictError, CommitTimeoutError
+from lakecore.errors import (
+    BucketCountConflict,
+    CommitTimeoutError,
+    ConcurrentDeleteConflict,
+)
 from lakecore.format.snapshot import CommitKind
 from tests.core.helpers import make_table, read, table_files, write
 
@@ -104,12 +108,12 @@ def test_deleting_a_file_that_is_not_live_is_a_named_conflict(tmp_path):
     f = split.files[0]
     msg = CommitMessage(split.partition, split.bucket, 2, compact_before=(f,))
     FileStoreCommit(t, "compactor-1").commit([msg], 1)
-    with pytest.raises(CommitConflictError, match="compactor-2.*no longer live.*compactor-1"):
+    with pytest.raises(ConcurrentDeleteConflict, match="compactor-2.*no longer live.*compactor-1"):
         FileStoreCommit(t, "compactor-2").commit([msg], 1)
     # the same file name at another level is another file
     moved = CommitMessage(split.partition, split.bucket, 2, compact_before=(f.upgrade(3),))
     write(t, data([1], "a", 1))
-    with pytest.raises(CommitConflictError):
+    with pytest.raises(ConcurrentDeleteConflict):
         FileStoreCommit(t, "compactor-3").commit([moved], 1)
 
 
@@ -118,7 +122,7 @@ def test_bucket_count_change_is_a_conflict(tmp_path):
     write(t, data([1], "a", 1))
     other = t.copy({"bucket": "4"})
     before = t.snapshot_manager.latest_id()
-    with pytest.raises(CommitConflictError, match="bucket count"):
+    with pytest.raises(BucketCountConflict, match="bucket count"):
         write(other, data([2], "a", 1))
     assert t.snapshot_manager.latest_id() == before
 

@@ -132,7 +132,7 @@ def snapshot_files(table: FileStoreTable, snap: Snapshot) -> set[str]:
 
 
 def tags(table: FileStoreTable) -> dict[str, Snapshot]:
-    from lakecore.maintenance.refs import read_tags
+    from lakecore.store.tags import read_tags
 
     return dict(read_tags(table))
 

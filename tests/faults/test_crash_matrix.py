@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from lakecore.maintenance import expired_partition_records
+from lakecore.store.partition_records import expired_partition_records
 from lakecore.table import FileStoreTable
 from lakecore.utils.faults import CrashStep, parse_target
 from tests.faults import operations as ops

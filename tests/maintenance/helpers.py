@@ -14,8 +14,9 @@ from typing import Any
 import pyarrow as pa
 
 from lakecore.format.snapshot import Snapshot
-from lakecore.maintenance.refs import DataPaths, live_entries, metadata_names, read_tags
+from lakecore.maintenance.refs import DataPaths, live_entries, metadata_names
 from lakecore.read.scan import TableScan
+from lakecore.store.tags import read_tags
 from lakecore.table import FileStoreTable
 from tests.compat.pypaimon_runner import PAIMON_PYTHON, canonical, read_ipc
 from tests.core.helpers import make_table, write

@@ -127,7 +127,7 @@ def test_expirer_killed_at_each_step_then_rerun(base, reference, tmp_path):
 
 def _view(t, kind, ref):
     if kind == "tag":
-        from lakecore.maintenance import tag_snapshot
+        from lakecore.store.tags import tag_snapshot
 
         return tag_snapshot(t, ref)
     return t.snapshot_manager.snapshot(ref)

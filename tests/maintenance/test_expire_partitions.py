@@ -11,15 +11,10 @@ import pytest
 
 from lakecore.errors import OptionError, PartitionExpiredError
 from lakecore.format.snapshot import CommitKind
-from lakecore.maintenance import (
-    check_not_expired,
-    expire_partitions,
-    expired_partition_records,
-    maybe_expire_partitions,
-)
-from lakecore.maintenance.expire_partitions import LAST_CHECK_FILE
-from lakecore.maintenance.refs import state_dir, to_epoch_millis
 from lakecore.io import data_file_writer
+from lakecore.maintenance import expire_partitions, maybe_expire_partitions
+from lakecore.store.partition_records import check_not_expired, expired_partition_records
+from lakecore.utils.clock import to_epoch_millis
 from tests.compat.pypaimon_runner import requires_paimon
 from tests.core.helpers import make_table, read, write
 from tests.maintenance.helpers import assert_paimon_agrees, pk_table, read_views, rows
@@ -44,7 +39,7 @@ def paimon_like_table(tmp_path):
 
 
 def set_last_check(table, when: datetime) -> None:
-    table.file_io.write_bytes(f"{state_dir(table)}/{LAST_CHECK_FILE}",
+    table.file_io.write_bytes(table.paths.partition_expire_last_check,
                               str(to_epoch_millis(when)).encode())
 
 
@@ -201,7 +196,7 @@ def test_pypaimon_reads_after_partition_expiry(tmp_path):
 
 
 def test_record_files_are_folded_without_losing_partitions(tmp_path):
-    from lakecore.maintenance.expire_partitions import EXPIRED_DIR, compact_records
+    from lakecore.store.partition_records import compact_records
 
     t = pk_table(tmp_path, **{"partition.expiration-time": "1 d",
                               "partition.timestamp-formatter": "yyyyMMdd",
@@ -212,7 +207,7 @@ def test_record_files_are_folded_without_losing_partitions(tmp_path):
     records = expired_partition_records(t)
     assert len(records) == 6 and dts(t) == []
     compact_records(t, max_files=3)
-    files = t.file_io.list_status(f"{state_dir(t)}/{EXPIRED_DIR}")
+    files = t.file_io.list_status(t.paths.expired_partitions_dir)
     assert len(files) == 1
     assert sorted(r["dt"] for r in expired_partition_records(t)) == sorted(
         r["dt"] for r in records)

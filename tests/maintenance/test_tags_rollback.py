@@ -19,10 +19,9 @@ from lakecore.maintenance import (
     expire_snapshots,
     list_tags,
     rollback_to,
-    scan_tag_snapshot,
-    tag_snapshot,
 )
 from lakecore.maintenance.rollback import execute_rollback, plan_rollback
+from lakecore.store.tags import scan_tag_snapshot, tag_snapshot
 from tests.compat.pypaimon_runner import requires_paimon
 from tests.core.helpers import read, table_files, write
 from tests.maintenance.helpers import (

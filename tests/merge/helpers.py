@@ -8,6 +8,8 @@ import pyarrow as pa
 
 from lakecore.format.kv import SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.merge import MergeEngine, MergeSpec
+from lakecore.options import CoreOptions
+from lakecore.options.registry import parse_aggregate_function
 
 KIND = {"+I": RowKind.INSERT, "-U": RowKind.UPDATE_BEFORE, "+U": RowKind.UPDATE_AFTER,
         "-D": RowKind.DELETE}
@@ -33,6 +35,15 @@ def kv_table(
 def spec_for(
     engine: MergeEngine, types: dict[str, pa.DataType], keys: tuple[str, ...] = ("k",), **kw: Any
 ) -> MergeSpec:
+    """A spec built directly; aggregate functions may be given by their option spelling."""
+    if "aggregate_functions" in kw:
+        kw["aggregate_functions"] = {
+            c: parse_aggregate_function(f) for c, f in kw["aggregate_functions"].items()
+        }
+    if kw.get("default_aggregate_function") is not None:
+        kw["default_aggregate_function"] = parse_aggregate_function(
+            kw["default_aggregate_function"]
+        )
     return MergeSpec(
         engine=engine,
         key_columns=tuple(f"_KEY_{k}" for k in keys),
@@ -40,6 +51,21 @@ def spec_for(
         primary_keys=keys,
         **kw,
     )
+
+
+def spec_from_map(
+    options: dict[str, str],
+    *,
+    key_columns: tuple[str, ...],
+    value_columns: tuple[str, ...],
+    primary_keys: tuple[str, ...],
+) -> MergeSpec:
+    """``MergeSpec.from_options`` over a plain option map, read the way a stored table's map is
+    (``strict=False``: only the merge's own rules refuse a setting)."""
+    options = CoreOptions.from_map(
+        options, primary_keys=primary_keys, column_names=value_columns, strict=False
+    )
+    return MergeSpec.from_options(options, key_columns=key_columns, value_columns=value_columns)
 
 
 def seq_rows(*rows: tuple, names: tuple[str, ...], start: int = 0) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ DEDUP, FIRST, PARTIAL, AGG = (
     MergeEngine.DEDUPLICATE,
     MergeEngine.FIRST_ROW,
     MergeEngine.PARTIAL_UPDATE,
-    MergeEngine.AGGREGATE,
+    MergeEngine.AGGREGATION,
 )
 I32 = pa.int32()
 

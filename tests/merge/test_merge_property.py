@@ -83,11 +83,11 @@ def scenarios(draw, engines: tuple[MergeEngine, ...] = tuple(MergeEngine), retra
     kw: dict = {"ignore_delete": draw(st.booleans())}
     if draw(st.booleans()):
         kw["sequence_fields"] = ("sf",)
-    if engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATE):
+    if engine in (MergeEngine.PARTIAL_UPDATE, MergeEngine.AGGREGATION):
         kw["remove_record_on_delete"] = draw(st.booleans())
         if engine is MergeEngine.PARTIAL_UPDATE and kw["remove_record_on_delete"]:
             kw["ignore_delete"] = False
-    if engine is MergeEngine.AGGREGATE:
+    if engine is MergeEngine.AGGREGATION:
         # only aggregators with retract, so that retractions merge instead of raising
         safe = retracts or draw(st.booleans())
         kw["aggregate_functions"] = {
@@ -114,7 +114,7 @@ def test_merge_matches_the_reference_model(scenario, drop_retracts):
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(scenarios((MergeEngine.AGGREGATE,), retracts=True), st.booleans())
+@given(scenarios((MergeEngine.AGGREGATION,), retracts=True), st.booleans())
 def test_aggregation_with_retractions_matches_the_reference_model(scenario, drop_retracts):
     check_against_reference(scenario, drop_retracts)
 
@@ -166,7 +166,7 @@ def test_merging_in_two_steps_equals_merging_once(data):
              "ts": "last_value", "sf": "max"}
     rows = data.draw(records("int", ["+I", "+U", "-U", "-D"]))
     types = {"k": pa.int64(), **VALUE_TYPES}
-    spec = spec_for(MergeEngine.AGGREGATE, types, aggregate_functions=funcs,
+    spec = spec_for(MergeEngine.AGGREGATION, types, aggregate_functions=funcs,
                     ignore_retract={"sf"})
     rows.sort(key=lambda r: r["seq"])
     cut = data.draw(st.integers(0, len(rows)))

@@ -1,4 +1,5 @@
-"""``MergeSpec.from_options`` reads Paimon's option keys with Paimon's defaults."""
+"""``MergeSpec.from_options`` takes Paimon's option keys, with Paimon's defaults, from a
+table's ``CoreOptions``."""
 
 from __future__ import annotations
 
@@ -6,21 +7,22 @@ import pytest
 
 from lakecore.errors import OptionError
 from lakecore.format.kv import RowKind
-from lakecore.merge import AggregateFunction, MergeEngine, MergeSpec
+from lakecore.merge import AggregateFunction, MergeEngine
+from tests.merge.helpers import spec_from_map
 
 COLS = dict(key_columns=("_KEY_id",), value_columns=("dt", "id", "a", "b", "s", "ts"),
             primary_keys=("dt", "id"))
 
 
 def test_defaults():
-    spec = MergeSpec.from_options({}, **COLS)
+    spec = spec_from_map({}, **COLS)
     assert spec.engine is MergeEngine.DEDUPLICATE
     assert spec.sequence_fields == () and not spec.ignore_delete
     assert not spec.remove_record_on_delete
 
 
 def test_aggregation_options():
-    spec = MergeSpec.from_options(
+    spec = spec_from_map(
         {
             "merge-engine": "aggregation",
             "sequence.field": "ts, b",
@@ -47,22 +49,30 @@ def test_aggregation_options():
 
 
 def test_aggregation_default_function_is_last_non_null_value():
-    spec = MergeSpec.from_options({"merge-engine": "aggregation"}, **COLS)
+    spec = spec_from_map({"merge-engine": "aggregation"}, **COLS)
     assert spec.aggregate_function("a") is AggregateFunction.LAST_NON_NULL_VALUE
 
 
 @pytest.mark.parametrize("key", ["ignore-delete", "first-row.ignore-delete",
                                  "deduplicate.ignore-delete", "partial-update.ignore-delete"])
 def test_ignore_delete_and_its_aliases(key):
-    assert MergeSpec.from_options({key: "true"}, **COLS).ignore_delete
+    assert spec_from_map({key: "true"}, **COLS).ignore_delete
+
+
+def test_ignore_delete_follows_paimons_fallback_order():
+    # Options.get: the key itself, else the first old spelling set, in the declared order
+    mixed = {"ignore-delete": "false", "partial-update.ignore-delete": "true"}
+    assert not spec_from_map(mixed, **COLS).ignore_delete
+    old = {"partial-update.ignore-delete": "false", "first-row.ignore-delete": "true"}
+    assert spec_from_map(old, **COLS).ignore_delete
 
 
 def test_remove_record_on_delete_is_read_for_its_own_engine():
     opts = {"partial-update.remove-record-on-delete": "true"}
-    assert MergeSpec.from_options({"merge-engine": "partial-update", **opts},
-                                  **COLS).remove_record_on_delete
-    assert not MergeSpec.from_options({"merge-engine": "aggregation", **opts},
-                                      **COLS).remove_record_on_delete
+    assert spec_from_map({"merge-engine": "partial-update", **opts},
+                         **COLS).remove_record_on_delete
+    assert not spec_from_map({"merge-engine": "aggregation", **opts},
+                             **COLS).remove_record_on_delete
 
 
 @pytest.mark.parametrize(
@@ -84,7 +94,7 @@ def test_remove_record_on_delete_is_read_for_its_own_engine():
 )
 def test_bad_options_name_their_key(options, key):
     with pytest.raises(OptionError) as e:
-        MergeSpec.from_options(options, **COLS)
+        spec_from_map(options, **COLS)
     assert e.value.key == key
 
 
@@ -94,11 +104,11 @@ def test_row_kinds():
 
 
 def test_spec_is_frozen_and_hashable():
-    spec = MergeSpec.from_options({"merge-engine": "aggregation",
+    spec = spec_from_map({"merge-engine": "aggregation",
                                    "fields.a.aggregate-function": "sum"}, **COLS)
     with pytest.raises(AttributeError):
         spec.engine = MergeEngine.FIRST_ROW  # type: ignore[misc]
     with pytest.raises(TypeError):
         spec.aggregate_functions["a"] = AggregateFunction.MAX  # type: ignore[index]
-    assert hash(spec) == hash(MergeSpec.from_options(
+    assert hash(spec) == hash(spec_from_map(
         {"merge-engine": "aggregation", "fields.a.aggregate-function": "sum"}, **COLS))
