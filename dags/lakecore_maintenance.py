@@ -1,4 +1,4 @@
-"""lakecore_maintenance: daily expire snapshots -> expire partitions -> remove orphan files."""
+"""lakecore_maintenance: daily expire partitions -> expire snapshots -> remove orphan files."""
 
 from __future__ import annotations
 
@@ -17,12 +17,14 @@ from lake_airflow.tasks import prepare_lake
 DOC = """
 ### lakecore maintenance
 
-Per table, three Spark jobs **in this order**, each logging its report:
+Per table, three Spark jobs **in this order** (lakecore's one maintenance order), each
+logging its report:
 
-1. `expire_snapshots`: by the table's `snapshot.num-retained.min/max` and
-   `snapshot.time-retained` (tags keep what they pin);
-2. `expire_partitions`: partitions older than `partition.expiration-time` (skipped, with the
-   reason in the report, for tables that do not set it);
+1. `expire_partitions`: partitions older than `partition.expiration-time` (skipped, with the
+   reason in the report, for tables that do not set it); it commits an OVERWRITE snapshot;
+2. `expire_snapshots`: by the table's `snapshot.num-retained.min/max` and
+   `snapshot.time-retained` (tags keep what they pin), freeing what step 1 dropped once its
+   snapshots expire;
 3. `remove_orphans`: files no snapshot or tag references and older than
    **orphan_older_than** (a writer may still own a younger one).
 
@@ -34,7 +36,7 @@ maint = cfg.maintenance
 
 with DAG(
     dag_id="lakecore_maintenance",
-    description="Expire snapshots and partitions, remove orphan files",
+    description="Expire partitions and snapshots, remove orphan files",
     schedule=cfg.schedules.maintenance,
     **dag_args(cfg, "maintenance"),
     params={

@@ -18,10 +18,10 @@ from lakecore.lock import CatalogLock, lock_from_options
 from lakecore.schema import Schema, TableSchema
 from lakecore.schema.partition_time import check_partition_expiration_options
 from lakecore.store.file_io import FileIO
+from lakecore.store.schema_manager import SchemaManager
 from lakecore.table import FileStoreTable
 
 DB_SUFFIX = ".db"
-_SCHEMA_FILE = re.compile(r"^schema-(\d+)$")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
 
 
@@ -99,7 +99,7 @@ class FileSystemCatalog:
             raise DatabaseNotExistError(f"database {database!r} does not exist")
         out = []
         for st in self.file_io.list_status(self.database_path(database)):
-            if st.is_dir and self.file_io.exists(f"{st.path}/schema"):
+            if st.is_dir and SchemaManager(self.file_io, st.path).exists():
                 out.append(st.path.rsplit("/", 1)[-1])
         return sorted(out)
 
@@ -112,23 +112,16 @@ class FileSystemCatalog:
         path = self.table_path(identifier)
         ts = TableSchema.from_schema(0, schema, int(time.time() * 1000))
         check_partition_expiration_options(ts.core_options, ts.partition_keys)
-        created = self.file_io.try_create(f"{path}/schema/schema-0", ts.to_json().encode())
-        if not created:
+        if not SchemaManager(self.file_io, path).create(ts):
             if ignore_if_exists:
                 return
             raise TableAlreadyExistError(f"table {identifier!r} already exists")
 
     def _latest_schema(self, identifier: str) -> TableSchema:
-        path = self.table_path(identifier)
-        ids = []
-        for st in self.file_io.list_status(f"{path}/schema"):
-            m = _SCHEMA_FILE.match(st.path.rsplit("/", 1)[-1])
-            if m:
-                ids.append(int(m.group(1)))
-        if not ids:
+        schema = SchemaManager(self.file_io, self.table_path(identifier)).latest()
+        if schema is None:
             raise TableNotExistError(f"table {identifier!r} does not exist")
-        spath = f"{path}/schema/schema-{max(ids)}"
-        return TableSchema.from_json(self.file_io.read_text(spath), spath)
+        return schema
 
     def get_table(self, identifier: str) -> FileStoreTable:
         schema = self._latest_schema(identifier)
@@ -137,7 +130,7 @@ class FileSystemCatalog:
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
         path = self.table_path(identifier)
-        if not self.file_io.exists(f"{path}/schema"):
+        if not SchemaManager(self.file_io, path).exists():
             if ignore_if_not_exists:
                 return
             raise TableNotExistError(f"table {identifier!r} does not exist")

@@ -1,4 +1,4 @@
-"""Every exception lakecore raises. Three families, as DESIGN.md §4 asks:
+"""Every exception lakecore raises. Three families:
 
 * ``LakecoreValidationError`` and subclasses: bad input or state; fatal, never retried.
 * ``CommitRetryableError``: a lost race creating a snapshot; the committer retries with backoff.

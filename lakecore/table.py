@@ -77,5 +77,5 @@ class FileStoreTable(FileStore):
         return maintenance.rollback_to(self, *args, **kwargs)
 
     def maintain(self, *args: Any, **kwargs: Any) -> MaintainReport:
-        """compact (optional) -> expire snapshots -> expire partitions -> orphans."""
+        """compact (optional) -> expire partitions -> expire snapshots -> orphans (one order)."""
         return maintenance.maintain(self, *args, **kwargs)

@@ -79,7 +79,8 @@ def _add_import(path: Path, statement: str, placement: str) -> None:
     elif placement == "function":
         block = f"\n\ndef _wrong_way_probe() -> None:\n    {statement}  # noqa\n\n\n"
     else:
-        block = f"\nfrom typing import TYPE_CHECKING  # noqa\n\nif TYPE_CHECKING:\n    {statement}\n"
+        block = (f"\nfrom typing import TYPE_CHECKING  # noqa\n\n"
+                 f"if TYPE_CHECKING:\n    {statement}\n")
     lines.insert(last, block)
     path.write_text("".join(lines))
 

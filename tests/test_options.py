@@ -195,7 +195,7 @@ def test_parse_stats_mode_and_incremental_between() -> None:
 
 # --- registry and defaults ------------------------------------------------------------------
 
-# Paimon's documented defaults (CoreOptions.java; PAIMON_FORMAT.md "Option keys and defaults").
+# Paimon's documented defaults (Paimon's CoreOptions.java).
 PAIMON_DEFAULTS: dict[str, Any] = {
     "bucket": -1,
     "merge-engine": MergeEngine.DEDUPLICATE,

@@ -12,18 +12,9 @@ from lakecore.catalog import CatalogFactory
 from lakecore.cli import maintenance as cli_maintenance
 from lakecore.errors import LakecoreError
 from lakecore.maintenance.inspect import format_report, inspect_table
+from lakecore.options.cli_text import parse_pairs, parse_partition
 
 CATALOG_KEYS = frozenset({"catalog-key", "lock-acquire-timeout", "lock-check-max-sleep"})
-
-
-def _options(pairs: Sequence[str]) -> dict[str, str]:
-    out = {}
-    for p in pairs:
-        if "=" not in p:
-            raise SystemExit(f"--option expects key=value, got {p!r}")
-        k, v = p.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -52,7 +43,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        opts = _options(args.option)
+        opts = parse_pairs(args.option, "--option")
+        parts = [parse_partition(p) for p in getattr(args, "partition", [])] or None
+    except ValueError as e:  # a malformed --option / --partition
+        raise SystemExit(str(e)) from None
+    try:
         catalog_opts = {k: v for k, v in opts.items() if k in CATALOG_KEYS or k.startswith("lock")}
         table_opts = {k: v for k, v in opts.items() if k not in catalog_opts}
         catalog = CatalogFactory.create({"warehouse": args.warehouse, **catalog_opts})
@@ -65,7 +60,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             report = inspect_table(table, args.max_snapshots)
             print(json.dumps(report) if args.json else format_report(report))
         elif args.command == "compact":
-            parts = [_options(p.split(",")) for p in args.partition] or None
             result = table.compact(parts, full=args.full).to_dict()
             if args.json:
                 print(json.dumps(result))

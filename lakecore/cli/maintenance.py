@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
+from lakecore import maintenance as m
 from lakecore.errors import LakecoreError
-
-if TYPE_CHECKING:
-    from lakecore.table import FileStoreTable
+from lakecore.maintenance.maintain import MaintenanceStep
+from lakecore.options.cli_text import parse_age
+from lakecore.table import FileStoreTable
 
 COMMANDS = ("expire-snapshots", "expire-partitions", "remove-orphan-files", "create-tag",
             "delete-tag", "list-tags", "rollback", "maintain")
@@ -65,7 +67,7 @@ def register(
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("--snapshot", type=int)
     target.add_argument("--tag")
-    p = sub("maintain", "compact -> expire snapshots -> expire partitions -> orphan files")
+    p = sub("maintain", " -> ".join(s.value for s in MaintenanceStep))
     p.add_argument("--older-than", default="1 d", help="orphan-file age or cut-off")
     p.add_argument("--compact", choices=("none", "universal", "full"), default="none")
 
@@ -74,22 +76,7 @@ def _when(text: str | None) -> datetime | None:
     return None if text is None else datetime.fromisoformat(text)
 
 
-def _older_than(text: str) -> timedelta | datetime:
-    from lakecore.options.parse import parse_duration
-
-    try:
-        return parse_duration(text)
-    except ValueError:
-        try:
-            return datetime.fromisoformat(text)
-        except ValueError:
-            raise SystemExit(f"--older-than: neither a duration nor a date-time: {text!r}"
-                             ) from None
-
-
 def _dispatch(args: argparse.Namespace, table: FileStoreTable) -> tuple[dict[str, Any], bool]:
-    from lakecore import maintenance as m
-
     now = _when(args.now)
     dry = getattr(args, "dry_run", False)
     paths = getattr(args, "paths", False)
@@ -99,7 +86,7 @@ def _dispatch(args: argparse.Namespace, table: FileStoreTable) -> tuple[dict[str
     if cmd == "expire-partitions":
         return m.expire_partitions(table, now=now, dry_run=dry).to_dict(), True
     if cmd == "remove-orphan-files":
-        r = m.remove_orphan_files(table, older_than=_older_than(args.older_than), now=now,
+        r = m.remove_orphan_files(table, older_than=parse_age(args.older_than), now=now,
                                   dry_run=dry)
         return r.to_dict(paths or dry), True
     if cmd == "create-tag":
@@ -114,7 +101,7 @@ def _dispatch(args: argparse.Namespace, table: FileStoreTable) -> tuple[dict[str
         r2 = m.rollback_to(table, snapshot_id=args.snapshot, tag=args.tag, dry_run=dry)
         return r2.to_dict(paths), True
     if cmd == "maintain":
-        r3 = m.maintain(table, dry_run=dry, now=now, older_than=_older_than(args.older_than),
+        r3 = m.maintain(table, dry_run=dry, now=now, older_than=parse_age(args.older_than),
                         compact=args.compact)
         return r3.to_dict(), r3.ok
     raise SystemExit(f"not a maintenance command: {cmd}")
@@ -138,11 +125,9 @@ def _text(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace, table: FileStoreTable) -> int:
     """Run one maintenance subcommand; 0 on success, 1 on failure (errors on stderr)."""
-    import sys
-
     try:
         report, ok = _dispatch(args, table)
-    except (LakecoreError, ValueError) as e:  # ValueError: a malformed --now
+    except (LakecoreError, ValueError) as e:  # ValueError: a malformed --now / --older-than
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(report, default=str) if args.json else _text(report))

@@ -3,7 +3,7 @@
 Every operation is planned first (a frozen value) and executed second, and returns a report
 with ``to_dict()`` for ``--json``. Decisions written down here:
 
-* **Dry run by default** (STYLE.md habit 9, like delta-rs ``vacuum``): every destructive Python
+* **Dry run by default** (like delta-rs ``vacuum``): every destructive Python
   entry point (``expire_snapshots``, ``expire_partitions``, ``remove_orphan_files``,
   ``delete_tag``, ``rollback_to``, ``maintain``) takes ``dry_run=True`` unless told otherwise.
   The command line is the explicit request, so it executes unless ``--dry-run`` is given. The
@@ -33,7 +33,14 @@ from lakecore.maintenance.expire_snapshots import (
     expire_snapshots,
     plan_expire_snapshots,
 )
-from lakecore.maintenance.maintain import AfterCommitReport, MaintainReport, after_commit, maintain
+from lakecore.maintenance.maintain import (
+    AfterCommitReport,
+    MaintainReport,
+    MaintenanceStep,
+    after_commit,
+    maintain,
+    run_steps,
+)
 from lakecore.maintenance.orphan_files import OrphanReport, remove_orphan_files
 from lakecore.maintenance.retention import ExpireConfig, expire_end
 from lakecore.maintenance.rollback import RollbackPlan, RollbackReport, rollback_to
@@ -47,9 +54,9 @@ from lakecore.maintenance.tags import (
 
 __all__ = [
     "AfterCommitReport", "ExpireConfig", "ExpirePlan", "ExpireReport", "MaintainReport",
-    "OrphanReport", "PartitionExpirePlan", "PartitionExpireReport", "RollbackPlan",
-    "RollbackReport", "TagDeleteReport", "TagInfo", "after_commit", "create_tag", "delete_tag",
-    "execute_expire_plan", "expire_end", "expire_partitions", "expire_snapshots", "list_tags",
-    "maintain", "maybe_expire_partitions", "plan_expire_snapshots", "plan_partition_expiry",
-    "remove_orphan_files", "rollback_to",
+    "MaintenanceStep", "OrphanReport", "PartitionExpirePlan", "PartitionExpireReport",
+    "RollbackPlan", "RollbackReport", "TagDeleteReport", "TagInfo", "after_commit", "create_tag",
+    "delete_tag", "execute_expire_plan", "expire_end", "expire_partitions", "expire_snapshots",
+    "list_tags", "maintain", "maybe_expire_partitions", "plan_expire_snapshots",
+    "plan_partition_expiry", "remove_orphan_files", "rollback_to", "run_steps",
 ]

@@ -41,6 +41,7 @@ from lakecore.maintenance.refs import (
     list_ref,
     live_file_keys,
     metadata_names,
+    paths_report,
     remove_empty_dirs,
     snapshot_or_none,
 )
@@ -89,7 +90,7 @@ class ExpirePlan:
             "notes": list(self.notes),
         }
         if paths:
-            out["paths"] = [{"path": f.path, "size": f.size} for f in self.files]
+            out["paths"] = paths_report(self.files)
         return out
 
 

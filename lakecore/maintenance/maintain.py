@@ -1,14 +1,18 @@
 """Running maintenance as a whole: after each commit (Paimon's ``TableCommitImpl.maintain``),
-and as one ``maintain`` job (compact -> expire snapshots -> expire partitions -> orphans)."""
+and as chosen steps in the one maintenance order (``MaintenanceStep``, ``run_steps``): compact
+(when asked) -> expire partitions -> expire snapshots -> remove orphan files."""
 
 from __future__ import annotations
 
-import importlib
 import logging
+from collections.abc import Callable, Collection
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from enum import Enum
+from typing import Any
 
+from lakecore.compact.job import compact as compact_table
 from lakecore.errors import LakecoreError
 from lakecore.maintenance.expire_partitions import (
     PartitionExpireReport,
@@ -17,16 +21,23 @@ from lakecore.maintenance.expire_partitions import (
 )
 from lakecore.maintenance.expire_snapshots import ExpireReport, expire_snapshots
 from lakecore.maintenance.orphan_files import remove_orphan_files
-
-if TYPE_CHECKING:
-    from lakecore.store.file_store import FileStore
+from lakecore.store.file_store import FileStore
 
 log = logging.getLogger(__name__)
 COMPACT_MODES = ("none", "universal", "full")
+PARTITION_EXPIRY_UNSET = "partition.expiration-time is not set on the table"
+Stage = Callable[[str], AbstractContextManager[None]]
+
+
+def no_stage(name: str) -> AbstractContextManager[None]:
+    """The default ``stage``: time nothing."""
+    return nullcontext()
 
 
 @dataclass(frozen=True)
 class AfterCommitReport:
+    """What the post-commit expiry of a writer that is not write-only did."""
+
     partitions: PartitionExpireReport | None
     snapshots: ExpireReport
 
@@ -46,12 +57,27 @@ def after_commit(table: FileStore, *, now: datetime | None = None
     return AfterCommitReport(partitions, expire_snapshots(table, dry_run=False, now=now))
 
 
+class MaintenanceStep(Enum):
+    """One step of table maintenance. The members are declared in the one order the steps run
+    (``run_steps``): compaction first when asked, then Paimon's order: partition expiry (it
+    commits an OVERWRITE snapshot), snapshot expiry (which may then free that snapshot's
+    files), orphan files last (after the others have dropped their references)."""
+
+    COMPACT = "compact"
+    EXPIRE_PARTITIONS = "expire-partitions"
+    EXPIRE_SNAPSHOTS = "expire-snapshots"
+    REMOVE_ORPHAN_FILES = "remove-orphan-files"
+
+
 @dataclass(frozen=True)
 class StepResult:
+    """What one step did: ``ok`` (with its report), ``skipped`` or ``failed`` (with why)."""
+
     name: str
     status: str  # "ok", "skipped" or "failed"
     report: dict[str, Any] | None = None
     reason: str = ""
+    outcome: Any = field(default=None, compare=False, repr=False)  # the step's report object
 
     def to_dict(self) -> dict[str, Any]:
         return {"step": self.name, "status": self.status, "report": self.report,
@@ -60,6 +86,8 @@ class StepResult:
 
 @dataclass(frozen=True)
 class MaintainReport:
+    """The steps ``run_steps`` ran, in the order they ran."""
+
     dry_run: bool
     steps: tuple[StepResult, ...] = field(default_factory=tuple)
 
@@ -72,22 +100,72 @@ class MaintainReport:
                 "steps": [s.to_dict() for s in self.steps]}
 
 
-def _compact(table: FileStore, mode: str, dry_run: bool) -> StepResult:
-    if mode == "none":
-        return StepResult("compact", "skipped", reason="not requested")
-    if dry_run:
-        return StepResult("compact", "skipped", reason="dry run")
-    fn = getattr(table, "compact", None)
-    if fn is None:
-        try:
-            fn = importlib.import_module("lakecore.compact.job").compact
-        except (ImportError, AttributeError):
-            return StepResult("compact", "skipped", reason="lakecore.compact is not available")
-        result = fn(table, full=(mode == "full"))
-    else:
-        result = fn(full=(mode == "full"))
-    report = result.to_dict() if hasattr(result, "to_dict") else {"result": repr(result)}
-    return StepResult("compact", "ok", report)
+def run_steps(
+    table: FileStore,
+    steps: Collection[MaintenanceStep],
+    *,
+    dry_run: bool = True,
+    now: datetime | None = None,
+    older_than: timedelta | datetime | None = None,
+    compact: str = "universal",
+    commit_user: str | None = None,
+    keep_going: bool = True,
+    stage: Stage = no_stage,
+) -> MaintainReport:
+    """Run the chosen ``steps`` in the one maintenance order (``MaintenanceStep``'s), each
+    inside ``stage(step.value)`` (the Spark job times its stages with it).
+
+    ``compact`` is the compaction's mode (``none`` reports the step as not requested; a dry
+    run skips it); ``older_than`` is the orphan files' age or cut-off (default: 1 day);
+    ``commit_user`` names partition expiry's OVERWRITE commit. Partition expiry is skipped,
+    with the reason, when the table sets no ``partition.expiration-time``.
+
+    Every step is idempotent. With ``keep_going`` a failing step is reported as ``failed``
+    and the later steps still run (each is safe on its own); without it the error propagates.
+    """
+    if compact not in COMPACT_MODES:
+        raise ValueError(f"compact must be one of {COMPACT_MODES}, got {compact!r}")
+    results: list[StepResult] = []
+    for step in MaintenanceStep:
+        if step not in steps:
+            continue
+        with stage(step.value):
+            try:
+                results.append(_run_step(step, table, dry_run=dry_run, now=now,
+                                         older_than=older_than, compact=compact,
+                                         commit_user=commit_user))
+            except (LakecoreError, OSError) as e:
+                if not keep_going:
+                    raise
+                log.exception("maintenance step %s failed on %s", step.value,
+                              table.identifier)
+                results.append(StepResult(step.value, "failed",
+                                          reason=f"{type(e).__name__}: {e}"))
+    return MaintainReport(dry_run, tuple(results))
+
+
+def _ok(step: MaintenanceStep, outcome: Any) -> StepResult:
+    return StepResult(step.value, "ok", outcome.to_dict(), outcome=outcome)
+
+
+def _run_step(step: MaintenanceStep, table: FileStore, *, dry_run: bool,
+              now: datetime | None, older_than: timedelta | datetime | None, compact: str,
+              commit_user: str | None) -> StepResult:
+    if step is MaintenanceStep.COMPACT:
+        if compact == "none":
+            return StepResult(step.value, "skipped", reason="not requested")
+        if dry_run:
+            return StepResult(step.value, "skipped", reason="dry run")
+        return _ok(step, compact_table(table, full=(compact == "full")))
+    if step is MaintenanceStep.EXPIRE_PARTITIONS:
+        if table.options.partition_expiration_time is None:
+            return StepResult(step.value, "skipped", reason=PARTITION_EXPIRY_UNSET)
+        return _ok(step, expire_partitions(table, now=now, dry_run=dry_run,
+                                           commit_user=commit_user))
+    if step is MaintenanceStep.EXPIRE_SNAPSHOTS:
+        return _ok(step, expire_snapshots(table, dry_run=dry_run, now=now))
+    return _ok(step, remove_orphan_files(table, older_than=older_than, now=now,
+                                         dry_run=dry_run))
 
 
 def maintain(
@@ -98,37 +176,11 @@ def maintain(
     older_than: timedelta | datetime | None = None,
     compact: str = "none",
 ) -> MaintainReport:
-    """compact (when asked) -> expire snapshots -> expire partitions -> remove orphan files.
+    """Every step in the one maintenance order: compact (when asked) -> expire partitions ->
+    expire snapshots -> remove orphan files (``run_steps``).
 
-    Every step is idempotent; a failing step is reported and the later steps still run (each
-    is safe on its own), and ``MaintainReport.ok`` is False.
+    A failing step is reported and the later steps still run; ``MaintainReport.ok`` is then
+    False.
     """
-    if compact not in COMPACT_MODES:
-        raise ValueError(f"compact must be one of {COMPACT_MODES}, got {compact!r}")
-    steps: list[StepResult] = []
-    runs = (
-        ("compact", lambda: _compact(table, compact, dry_run)),
-        ("expire-snapshots", lambda: StepResult(
-            "expire-snapshots", "ok",
-            expire_snapshots(table, dry_run=dry_run, now=now).to_dict())),
-        ("expire-partitions", lambda: _partitions(table, dry_run, now)),
-        ("remove-orphan-files", lambda: StepResult(
-            "remove-orphan-files", "ok",
-            remove_orphan_files(table, older_than=older_than, now=now,
-                                dry_run=dry_run).to_dict())),
-    )
-    for name, run in runs:
-        try:
-            steps.append(run())
-        except (LakecoreError, OSError) as e:
-            log.exception("maintenance step %s failed on %s", name, table.identifier)
-            steps.append(StepResult(name, "failed", reason=f"{type(e).__name__}: {e}"))
-    return MaintainReport(dry_run, tuple(steps))
-
-
-def _partitions(table: FileStore, dry_run: bool, now: datetime | None) -> StepResult:
-    if table.options.partition_expiration_time is None:
-        return StepResult("expire-partitions", "skipped",
-                          reason="partition.expiration-time is not set")
-    return StepResult("expire-partitions", "ok",
-                      expire_partitions(table, now=now, dry_run=dry_run).to_dict())
+    return run_steps(table, tuple(MaintenanceStep), dry_run=dry_run, now=now,
+                     older_than=older_than, compact=compact)

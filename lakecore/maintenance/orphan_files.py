@@ -26,7 +26,7 @@ from typing import Any
 
 from lakecore.errors import CorruptFileError, MaintenanceError
 from lakecore.format.snapshot import Snapshot
-from lakecore.maintenance.refs import FileRef, delete_files, snapshot_or_none
+from lakecore.maintenance.refs import FileRef, delete_files, paths_report, snapshot_or_none
 from lakecore.store.commit_users import CommitUserIndex
 from lakecore.store.file_store import FileStore
 from lakecore.store.paths import (
@@ -65,7 +65,7 @@ class OrphanReport:
                                "files_removed": self.files_removed,
                                "bytes_removed": self.bytes_removed}
         if paths:
-            out["paths"] = [{"path": f.path, "size": f.size} for f in self.files]
+            out["paths"] = paths_report(self.files)
         return out
 
 

@@ -34,6 +34,11 @@ class FileRef:
     size: int
 
 
+def paths_report(files: Iterable[FileRef]) -> list[dict[str, object]]:
+    """The ``paths`` list of a maintenance report's ``to_dict(paths=True)``."""
+    return [{"path": f.path, "size": f.size} for f in files]
+
+
 # -- snapshots ----------------------------------------------------------------------------
 def snapshot_or_none(table: FileStore, snapshot_id: int) -> Snapshot | None:
     """The snapshot, or None when its file is gone (expired or deleted by hand)."""

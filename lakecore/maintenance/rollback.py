@@ -29,6 +29,7 @@ from lakecore.maintenance.refs import (
     live_entries,
     live_file_keys,
     metadata_names,
+    paths_report,
     snapshot_or_none,
 )
 from lakecore.store.file_store import FileStore
@@ -57,7 +58,7 @@ class RollbackPlan:
             "files": len(self.files), "bytes": sum(f.size for f in self.files),
         }
         if paths:
-            out["paths"] = [{"path": f.path, "size": f.size} for f in self.files]
+            out["paths"] = paths_report(self.files)
         return out
 
 

@@ -25,6 +25,7 @@ from lakecore.maintenance.refs import (
     live_entries,
     live_file_keys,
     metadata_names,
+    paths_report,
     snapshot_or_none,
 )
 from lakecore.store.file_store import FileStore
@@ -96,7 +97,7 @@ class TagDeleteReport:
                                "files_removed": self.files_removed,
                                "bytes_removed": self.bytes_removed, "note": self.note}
         if paths:
-            out["paths"] = [{"path": f.path, "size": f.size} for f in self.files]
+            out["paths"] = paths_report(self.files)
         return out
 
 

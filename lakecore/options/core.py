@@ -24,29 +24,10 @@ from typing import Any, TypeVar
 
 from lakecore.errors import OptionError
 from lakecore.options.checks import CROSS_CHECKS, check_scan
-from lakecore.options.parse import StatsMode
-from lakecore.options.registry import (
-    OPTIONS,
-    AggregateFunction,
-    ChangelogProducer,
-    ConfigOption,
-    MergeEngine,
-    PartitionExpirationStrategy,
-    resolve_key,
-    unknown_key_message,
-)
+from lakecore.options.registry import ConfigOption, resolve_key, unknown_key_message
 from lakecore.options.view import OptionsView
 
-__all__ = [
-    "OPTIONS",
-    "AggregateFunction",
-    "ChangelogProducer",
-    "ConfigOption",
-    "CoreOptions",
-    "MergeEngine",
-    "PartitionExpirationStrategy",
-    "StatsMode",
-]
+__all__ = ["CoreOptions"]
 
 T = TypeVar("T")
 

@@ -42,14 +42,15 @@ for _labels, _ns in (
 
 # Java's MemorySize.MemoryUnit labels: binary multiples, as in Paimon ("1 kb" = 1024 bytes).
 _MEMORY_UNITS: dict[str, int] = {}
-for _labels, _mult in (
+_memory_labels: tuple[str, ...]
+for _memory_labels, _mult in (
     (("b", "bytes"), 1),
     (("k", "kb", "kibibytes"), 1 << 10),
     (("m", "mb", "mebibytes"), 1 << 20),
     (("g", "gb", "gibibytes"), 1 << 30),
     (("t", "tb", "tebibytes"), 1 << 40),
 ):
-    for _label in _labels:
+    for _label in _memory_labels:
         _MEMORY_UNITS[_label] = _mult
 
 _LEADING_DIGITS = re.compile(r"^(\d*)(.*)$", re.DOTALL)

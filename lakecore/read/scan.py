@@ -4,6 +4,7 @@ grouped into one split per (partition, bucket)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lakecore.errors import SnapshotNotExistError
@@ -110,7 +111,8 @@ class TableScan:
             entries += [e for e in mio.read_entries(names) if e.kind is FileKind.ADD]
         return Plan(self._splits(entries, end, changelog=use_changelog), end)
 
-    def _splits(self, entries, snapshot_id: int, changelog: bool) -> tuple[Split, ...]:
+    def _splits(self, entries: Iterable[ManifestEntry], snapshot_id: int, changelog: bool
+                ) -> tuple[Split, ...]:
         t = self.table
         codec = t.partition_codec
         conjuncts = split_and(self.predicate)

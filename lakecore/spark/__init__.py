@@ -14,7 +14,8 @@ __all__ = ["read_table"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy: executors import lakecore.spark.tasks and need none of the driver modules.
+    # Lazy on purpose: ``python -m lakecore.spark.package`` (the Makefile's zip) imports this
+    # package on any Python, pyspark or not, and executors need none of the driver modules.
     if name == "read_table":
         from lakecore.spark.read import read_table
 

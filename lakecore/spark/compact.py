@@ -1,4 +1,4 @@
-"""Dedicated compaction on Spark (DESIGN.md §3): the driver plans from the latest snapshot,
+"""Dedicated compaction on Spark: the driver plans from the latest snapshot,
 each bucket's rewrite runs on an executor, the driver commits one COMPACT snapshot. The
 commit only conflicts on its own inputs, so ingest jobs may commit meanwhile."""
 
@@ -26,6 +26,8 @@ log = logging.getLogger("lakecore.spark.compact")
 
 @dataclass(frozen=True)
 class CompactRequest:
+    """What the compaction job compacts, how, and under which commit."""
+
     partitions: tuple[Mapping[str, str], ...] | None = None  # None: every partition
     full: bool = False
     max_buckets: int | None = None  # the biggest buckets first
@@ -36,6 +38,8 @@ class CompactRequest:
 
 @dataclass(frozen=True)
 class CompactOutcome:
+    """What the compaction job did; ``summary()`` is its JSON line."""
+
     table: str
     base_snapshot_id: int | None
     commit_user: str | None = None

@@ -1,4 +1,4 @@
-"""Pause points for the crash tests (DESIGN.md §9 fault injection): with
+"""Pause points for the crash tests (fault injection): with
 ``LAKECORE_SPARK_PAUSE_AT=<point>`` a job stops at that point, touches the file named by
 ``LAKECORE_SPARK_PAUSE_MARKER`` and sleeps, so a test can SIGKILL it exactly there.
 Unset (always, outside tests) they cost one environment lookup.

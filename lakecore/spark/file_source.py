@@ -32,6 +32,8 @@ _READ_BATCH_ROWS = 256 * 1024
 
 @dataclass(frozen=True)
 class ParquetSource:
+    """A Parquet source as the driver listed it: its files, their base and schema."""
+
     uri: str  # as given: a local path or a filesystem URI (s3://, gs://, hdfs://, file://)
     base: str  # the directory Hive-style partitions are relative to (filesystem path)
     files: tuple[str, ...]  # filesystem paths, sorted

@@ -1,4 +1,4 @@
-"""Distributed write-only ingest (DESIGN.md §3): rows get their partition and Paimon bucket on
+"""Distributed write-only ingest: rows get their partition and Paimon bucket on
 the executors, are shuffled so that one task owns each (partition, bucket) (``write_stage``),
 written by lakecore inside the tasks, and committed once by the driver under one (commit
 user, commit identifier)."""
@@ -41,14 +41,16 @@ def no_stage(name: str) -> AbstractContextManager[None]:
 
 def default_commit_user(job: str, table: str, commit_identifier: int) -> str:
     """One commit user per (job, table, identifier): each Airflow run is its own user, so an
-    out-of-order backfill is never mistaken for "already committed" (DESIGN.md §3 trap),
-    while a rerun of the same run finds its own snapshot and stops."""
+    out-of-order backfill is never mistaken for "already committed" ("Commit users" in
+    docs/architecture.md), while a rerun of the same run finds its own snapshot and stops."""
     digest = hashlib.sha256(f"{job}\0{table}\0{commit_identifier}".encode()).hexdigest()[:20]
     return f"lakecore-spark-{job}-{digest}"
 
 
 @dataclass(frozen=True)
 class IngestRequest:
+    """One ingest: its commit (user, identifier), overwrite mode and parallelism."""
+
     commit_identifier: int
     commit_user: str
     overwrite_partition: Mapping[str, str] | None = None  # static partition overwrite
@@ -62,6 +64,8 @@ class IngestRequest:
 
 @dataclass(frozen=True)
 class IngestResult:
+    """What one ingest wrote and committed; ``summary()`` is its JSON line."""
+
     table: str
     commit_user: str
     commit_identifier: int

@@ -67,7 +67,7 @@ def task_failure(stage: str, errors: Sequence[tuple[str, bool]]) -> SparkTaskErr
     return cls(f"{stage} task failed: {first[0]}{more}")
 
 
-class _BlobListParam(AccumulatorParam):  # type: ignore[type-arg]
+class _BlobListParam(AccumulatorParam):
     def zero(self, value: list[bytes]) -> list[bytes]:
         return []
 

@@ -11,6 +11,8 @@ from lakecore.errors import SchemaError
 
 
 class SourceFormat(Enum):
+    """The source formats the ingest job reads through Spark."""
+
     PARQUET = "parquet"
     CSV = "csv"
     JSON = "json"

@@ -42,6 +42,8 @@ def open_catalog(warehouse: str, catalog_options: Mapping[str, str] | None) -> F
 
 @dataclass(frozen=True)
 class TableRef:
+    """Where the executors find the table, and the schema the driver planned with."""
+
     warehouse: str
     identifier: str
     schema_id: int

@@ -12,12 +12,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from lakecore.commit.message import serialize_messages
+from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.commit.message import deserialize_messages, serialize_messages
+from lakecore.compact.job import run_bucket_task
 from lakecore.errors import LakecoreValidationError
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
-from lakecore.spark.shuffle import PAYLOAD_COLUMN, decode_piece
+from lakecore.spark.shuffle import BUCKET_COLUMN, PAYLOAD_COLUMN, decode_piece
 from lakecore.spark.table_ref import TableRef
+from lakecore.spark.types import cast_batch
+from lakecore.store.file_store import FileStore
+from lakecore.write.routing import Slice, join_slices
 from lakecore.write.table_write import TableWrite
 
 WRITE_RESULT_DDL = (
@@ -58,8 +63,9 @@ def _drain(batches: Iterable[Any]) -> None:
 class WriteTask:
     """``mapInArrow`` body: every row of this Spark partition goes through one lakecore
     writer in write-only mode; the task emits one row with its serialized CommitMessages.
-    Input is the shuffle's IPC pieces (``blobs``) or, for tables without fixed buckets, the
-    source's own batches.
+    Input is the shuffle's IPC pieces (``blobs``: routed by stage 1, written as they are,
+    ``TableWrite.write_slices``) or, for tables without fixed buckets, the source's own
+    batches (routed here, ``TableWrite.write_arrow``).
 
     A failing task deletes its own files and reports the error as a row instead of failing
     the Spark job: every other task then finishes normally and reports its files, so the
@@ -79,24 +85,27 @@ class WriteTask:
             w.with_static_partition(dict(self.static_partition))
         return w
 
-    def _tables(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.Table]:
+    def _inputs(self, batches: Iterable[pa.RecordBatch]) -> Iterator[Slice | pa.Table]:
+        table: FileStore | None = None
         for batch in batches:
             if not batch.num_rows:
                 continue
             if not self.blobs:
                 yield pa.Table.from_batches([batch])
                 continue
-            for blob in batch.column(PAYLOAD_COLUMN).to_pylist():
-                yield decode_piece(blob)
+            table = table or self.ref.load()
+            for bucket, blob in zip(batch.column(BUCKET_COLUMN).to_pylist(),
+                                    batch.column(PAYLOAD_COLUMN).to_pylist()):
+                yield decode_piece(table, bucket, blob)
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         writer: TableWrite | None = None
-        pending: list[pa.Table] = []
+        pending: list[Any] = []  # Slices (blobs) or source tables
         pending_rows = rows = 0
         try:
-            for data in self._tables(batches):
+            for data in self._inputs(batches):
                 pending.append(data)
-                pending_rows += data.num_rows
+                pending_rows += _num_rows(data)
                 if pending_rows >= WRITE_BATCH_ROWS:
                     writer = writer or self._open()
                     rows += _flush(writer, pending)
@@ -120,10 +129,18 @@ class WriteTask:
         yield _result_batch(blob, rows, len(files), sum(f.file_size for f in files))
 
 
-def _flush(writer: TableWrite, tables: list[pa.Table]) -> int:
-    data = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
-    writer.write_arrow(data)
-    return data.num_rows
+def _num_rows(data: Slice | pa.Table) -> int:
+    return data.rows.num_rows if isinstance(data, Slice) else data.num_rows
+
+
+def _flush(writer: TableWrite, pending: list[Any]) -> int:
+    """Write what is pending at once: stage 1's slices joined per (partition, bucket), or the
+    source tables concatenated and routed."""
+    if isinstance(pending[0], Slice):
+        writer.write_slices(join_slices(pending))
+    else:
+        writer.write_arrow(pa.concat_tables(pending) if len(pending) > 1 else pending[0])
+    return sum(_num_rows(p) for p in pending)
 
 
 @dataclass(frozen=True)
@@ -137,8 +154,6 @@ class CompactTask:
     accumulator: Any
 
     def __call__(self, tasks: Iterable[Any]) -> Iterator[tuple[bytes | None, tuple | None]]:
-        from lakecore.compact.job import run_bucket_task
-
         table = self.ref.load()
         done: list[bytes] = []
         try:
@@ -157,9 +172,6 @@ class CompactTask:
 
 
 def _delete_written(table: Any, blobs: list[bytes]) -> None:
-    from lakecore.commit.file_store_commit import FileStoreCommit
-    from lakecore.commit.message import deserialize_messages
-
     FileStoreCommit(table, "abort").abort([m for b in blobs for m in deserialize_messages(b)])
 
 
@@ -174,8 +186,6 @@ class ReadTask:
     target: pa.Schema
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from lakecore.spark.types import cast_batch
-
         rb = self.ref.load().new_read_builder().with_filter(self.predicate)
         if self.projection is not None:
             rb = rb.with_projection(list(self.projection))

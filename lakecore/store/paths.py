@@ -13,6 +13,7 @@ from lakecore.format.partition_string import partition_value_string
 from lakecore.schema.types import DataType
 
 SCHEMA_DIR = "schema"
+SCHEMA_PREFIX = "schema-"
 SNAPSHOT_DIR = "snapshot"
 SNAPSHOT_PREFIX = "snapshot-"
 LATEST_HINT = "LATEST"
@@ -85,7 +86,7 @@ class PathFactory:
         return f"{self.table_path}/{SCHEMA_DIR}"
 
     def schema_path(self, schema_id: int) -> str:
-        return f"{self.schema_dir}/schema-{schema_id}"
+        return f"{self.schema_dir}/{SCHEMA_PREFIX}{schema_id}"
 
     @property
     def snapshot_dir(self) -> str:

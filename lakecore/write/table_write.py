@@ -4,31 +4,30 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from lakecore.commit.message import CommitMessage
 from lakecore.compact.inline import InlineCompactor
-from lakecore.errors import SchemaError
-from lakecore.format.bucket import bucket_ids
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.specs import file_writer_spec, merge_spec_for
+from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
-from lakecore.utils.arrow import group_by_columns
 from lakecore.write.append_writer import AppendOnlyWriter
-from lakecore.write.conform import conform, row_kinds
 from lakecore.write.merge_tree_writer import MergeTreeWriter
+from lakecore.write.routing import Slice, route
 
 log = logging.getLogger(__name__)
-BUCKET_COLUMN = "__lakecore_bucket"
 
 Writer = MergeTreeWriter | AppendOnlyWriter
 
 
 class TableWrite:
+    """Rows in, one writer per (partition, bucket), CommitMessages out."""
+
     def __init__(self, table: FileStore, commit_user: str) -> None:
         self.table = table
         self.commit_user = commit_user
@@ -39,7 +38,6 @@ class TableWrite:
         self._fresh = True  # the first prepare_commit uses the files read at writer creation
         self._file_spec = file_writer_spec(table)
         self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
-        self._partition_keys = list(self.schema.partition_keys)
         self._static_partition: dict[str, Any] | None = None
         self._ignore_previous = False
 
@@ -53,48 +51,24 @@ class TableWrite:
 
     # -- input ---------------------------------------------------------------------------
     def write_arrow(self, data: pa.Table | pa.RecordBatch) -> None:
+        """Route ``data`` (``routing.route``: checked, cast, kind, partition and bucket per
+        row) and write it; every partition is checked before anything is buffered."""
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])
         if data.num_rows == 0:
             return
-        rows = conform(data, self.schema.row_type, list(self.schema.primary_keys))
-        kinds = row_kinds(rows, self.options.rowkind_field) if self._merge_spec else None
-        if kinds is not None:
-            rows = rows.append_column("__lakecore_kind", kinds)
-        bucket_count = self.options.bucket
-        if bucket_count > 0:
-            keys = list(self.schema.bucket_keys)
-            types = [self.schema.row_type.field(k).type for k in keys]
-            ids = bucket_ids([rows.column(k) for k in keys], types, bucket_count)
-        else:
-            ids = np.zeros(rows.num_rows, dtype=np.int32)
-        rows = rows.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
-        groups = group_by_columns(rows, self._partition_keys + [BUCKET_COLUMN])
-        # validate every partition before buffering anything
-        for values, _ in groups:
-            partition = values[:-1]
-            self.table.paths.partition_path(partition)
-            self._check_static(partition)
-        for values, part in groups:
-            partition, bucket = values[:-1], values[-1]
-            w = self._writer(partition, bucket)
-            k = part.column("__lakecore_kind").combine_chunks() if kinds is not None else None
-            w.write(part.select(self.schema.row_type.names), k)
+        self.write_slices(route(self.table, data, self._static_partition))
+
+    def write_slices(self, slices: Iterable[Slice]) -> None:
+        """Write rows ``routing.route`` has already routed (the Spark ingest's second stage
+        receives them from the first): each slice goes to its (partition, bucket)'s writer
+        as it is, nothing is checked or routed again."""
+        for s in slices:
+            self._writer(s.partition, s.bucket).write(s.rows, s.kinds)
         self._control_memory()
 
     def write_pandas(self, df: Any) -> None:
         self.write_arrow(pa.Table.from_pandas(df, preserve_index=False))
-
-    def _check_static(self, partition: tuple) -> None:
-        if not self._static_partition:
-            return
-        for k, v in self._static_partition.items():
-            got = partition[self._partition_keys.index(k)]
-            if str(got) != str(v):
-                raise SchemaError(
-                    f"row with {k}={got!r} does not belong to the overwritten partition "
-                    f"{self._static_partition}"
-                )
 
     def _restore(self) -> dict[tuple[bytes, int], list[DataFileMeta]]:
         """The live files per (partition, bucket) of the latest snapshot (read once)."""
@@ -134,7 +108,7 @@ class TableWrite:
                 key_names=list(self.schema.trimmed_primary_keys),
                 next_sequence=next_seq,
                 spillable=self.options.write_buffer_spillable,
-                changelog_input=self.options.changelog_producer.value == "input",
+                changelog_input=self.options.changelog_producer is ChangelogProducer.INPUT,
                 compactor=None if self.options.write_only
                 else InlineCompactor(self.table, partition, bucket, restored),
             )

@@ -11,11 +11,12 @@ from typing import Any
 from airflow.sdk import Param
 
 from lake_airflow.config import LakeConfig
+from lake_airflow.submit import DURATION_PATTERN, PARTITION_PATTERN
 
+__all__ = ["DURATION_PATTERN", "PARTITION_PATTERN", "START_DATE", "TAG", "dag_args",
+           "default_args", "tables_doc", "tables_param"]
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 TAG = "lakecore"
-DURATION_PATTERN = r"^\s*\d+\s*(ms|s|sec|min|m|h|d|day|days)\s*$"
-PARTITION_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*=[^,=]+(,[A-Za-z_][A-Za-z0-9_]*=[^,=]+)*$"
 
 
 def dag_args(cfg: LakeConfig, kind: str, max_active_runs: int = 1) -> dict[str, Any]:

@@ -4,6 +4,12 @@ The plan is a value (``SparkSubmitSpec``); ``LakeSparkSubmitOperator`` hands it 
 apache-spark provider. Nothing here imports lakecore, pyspark or touches the network, so the
 arguments are unit-tested as data. The lock's URL is not part of the spec: the operator adds it
 to the job's environment at run time (see ``lock.py``).
+
+DAGs are parsed without lakecore, so what they need of it is copied here, each copy pinned to
+lakecore's own by ``tests/airflow/test_text_parsers.py``: the maintenance order
+(``MaintenanceStep``, lakecore's ``lakecore.maintenance.maintain.MaintenanceStep``), the
+partition-spec parser (``parse_partition``, lakecore's ``lakecore.options.cli_text``) and the
+Params' patterns, which accept only texts those parsers accept.
 """
 
 from __future__ import annotations
@@ -25,6 +31,10 @@ PY_FILES_ENV = "LAKECORE_PY_FILES"  # the --py-files artifact (dist/lakecore.zip
 PYSPARK_PYTHON_ENV = "LAKECORE_PYSPARK_PYTHON"  # Python of the driver and the executors
 SPARK_CONF_ENV = "LAKECORE_SPARK_CONF"  # JSON object of extra Spark conf (this machine's)
 BACKFILL_RUN_TYPE = "backfill"  # DagRunType.BACKFILL_JOB
+# Param patterns: an age in Paimon's units ('1 d', '12 h'), one partition spec ('dt=2026-11-01')
+DURATION_PATTERN = r"^\s*\d+\s*(ms|s|sec|min|m|h|d|day|days)\s*$"
+PARTITION_PATTERN = (r"^[A-Za-z_][A-Za-z0-9_]*=[^,=]*[^,=\s][^,=]*"
+                     r"(,[A-Za-z_][A-Za-z0-9_]*=[^,=]*[^,=\s][^,=]*)*$")
 
 
 class Job(StrEnum):
@@ -34,10 +44,12 @@ class Job(StrEnum):
 
 
 class MaintenanceStep(StrEnum):
-    """The maintain job's switches, in the order the maintenance DAG runs them."""
+    """The maintain job's switches, in the order the maintenance DAG runs them: lakecore's one
+    maintenance order (partition expiry commits a snapshot, snapshot expiry may then free its
+    files, orphan files last)."""
 
-    EXPIRE_SNAPSHOTS = "expire-snapshots"
     EXPIRE_PARTITIONS = "expire-partitions"
+    EXPIRE_SNAPSHOTS = "expire-snapshots"
     REMOVE_ORPHANS = "remove-orphans"
 
     @property
@@ -78,9 +90,10 @@ class RunInfo:
         return moment.astimezone(UTC).date() if moment.tzinfo else moment.date()
 
     def commit_user(self, overwrite: bool = False) -> str:
-        """One commit user per (DAG, task, run[, map index]) (DESIGN.md §3): a retry or a
-        cleared rerun of a run that committed finds its own commit and writes nothing, and an
-        old date's run is a different user, never taken for "already committed".
+        """One commit user per (DAG, task, run[, map index]) ("Commit users" in
+        docs/architecture.md): a retry or a cleared rerun of a run that committed finds its own
+        commit and writes nothing, and an old date's run is a different user, never taken for
+        "already committed".
 
         An overwrite also counts the run's clears: Airflow's Backfill re-types an existing run
         (same run id) as a backfill and clears it, and that must overwrite again. A retry keeps
@@ -191,7 +204,8 @@ def maintain_spec(cfg: LakeConfig, table: TableSpec, step: MaintenanceStep, *,
 
 
 def parse_partition(text: str, keys: Sequence[str]) -> dict[str, str]:
-    """``"dt=2026-11-01"`` (several keys joined by commas) -> a spec of partition keys."""
+    """``"dt=2026-11-01"`` (several keys joined by commas) -> a spec of partition keys; the
+    Airflow-free copy of lakecore's ``parse_partition`` (same results, same errors)."""
     out: dict[str, str] = {}
     for item in text.split(","):
         k, sep, v = item.partition("=")

@@ -96,16 +96,16 @@ def backfill(table: str, start: str, end: str) -> dict[str, Any]:
 
 
 def check_maintenance(run: dict[str, Any], slug: str, expired: int) -> None:
-    steps = [task(run, f"{slug}.{s}") for s in ("expire_snapshots", "expire_partitions",
+    steps = [task(run, f"{slug}.{s}") for s in ("expire_partitions", "expire_snapshots",
                                                  "remove_orphans")]
     assert [t["state"] for t in steps] == ["success"] * 3
     for before, after in zip(steps, steps[1:]):  # in that order, one after the other
         assert window(before)[1] <= window(after)[0]
     reports = [t["return_value"]["steps"][0] for t in steps]
-    assert [r["operation"] for r in reports] == ["expire-snapshots", "expire-partitions",
+    assert [r["operation"] for r in reports] == ["expire-partitions", "expire-snapshots",
                                                  "remove-orphan-files"]
-    assert reports[0]["snapshots_removed"] == expired
-    assert "partition.expiration-time is not set" in reports[1]["skipped"]
+    assert "partition.expiration-time is not set" in reports[0]["skipped"]
+    assert reports[1]["snapshots_removed"] == expired
     assert reports[2]["files_removed"] == 0  # nothing unreferenced is older than a day
 
 

@@ -102,11 +102,11 @@ def test_compact_and_maintain_specs() -> None:
     assert pairs(u, "--commit-user") == ["airflow/d/t/r"] and "--commit-identifier" not in u
     steps = [maintain_spec(CFG, ORDERS, s, dry_run=True, older_than="2 d").application_args
              for s in MaintenanceStep]
-    assert [s[7] for s in steps] == ["--expire-snapshots", "--expire-partitions",
+    assert [s[7] for s in steps] == ["--expire-partitions", "--expire-snapshots",
                                      "--remove-orphans"]
     assert all("--dry-run" in s for s in steps)
     assert pairs(steps[2], "--older-than") == ["2 d"] and "--older-than" not in steps[0]
-    assert [s.task_id for s in MaintenanceStep] == ["expire_snapshots", "expire_partitions",
+    assert [s.task_id for s in MaintenanceStep] == ["expire_partitions", "expire_snapshots",
                                                     "remove_orphans"]
 
 

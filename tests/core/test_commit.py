@@ -74,7 +74,7 @@ def test_recommit_same_identifier_commits_nothing(tmp_path):
     assert again.skipped and again.snapshot_ids == ()
     assert t.snapshot_manager.latest_id() == first.snapshot_ids[0]
     # exact (user, identifier) pairs: an older identifier that never landed is not committed
-    # (Airflow reruns of old dates arrive out of order; DESIGN.md section 3)
+    # (Airflow reruns of old dates arrive out of order)
     assert c.filter_committed([6, 7, 8]) == [6, 8]
     assert len(read(t)) == 2
 

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from lakecore.options.cli_text import parse_pairs
 from lakecore.spark.ingest import default_commit_user
 from lakecore.spark.jobs import maintain as maintain_job
-from lakecore.spark.jobs.common import JobArgumentError, describe_error, parse_pairs
+from lakecore.spark.jobs.common import JobArgumentError, describe_error, parse_arg
 from lakecore.spark.package import build_zip
 from lakecore.spark.table_ref import executor_catalog_options
 from tests.spark import helpers as h
@@ -22,9 +23,9 @@ from tests.spark.submit import REPO, hide_checkout
 
 
 def test_parse_pairs():
-    assert parse_pairs(["a=1", "b = x=y"], "--o") == {"a": "1", "b": "x=y"}
+    assert parse_arg(parse_pairs, ["a=1", "b = x=y"], "--o") == {"a": "1", "b": "x=y"}
     with pytest.raises(JobArgumentError, match="--o expects KEY=VALUE"):
-        parse_pairs(["novalue"], "--o")
+        parse_arg(parse_pairs, ["novalue"], "--o")
 
 
 def test_default_commit_user_is_one_per_run():

@@ -12,28 +12,30 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from lakecore.catalog import FileSystemCatalog
+from lakecore.options.cli_text import parse_pairs
+from lakecore.spark.messages import python_error
 from lakecore.spark.table_ref import normalize_warehouse, open_catalog
 from lakecore.table import FileStoreTable
 
 log = logging.getLogger("lakecore.spark")
 _MAX_ERROR_CHARS = 2000
+T = TypeVar("T")
 
 
 class JobArgumentError(ValueError):
     """A malformed argument the parser could not catch (e.g. ``--catalog-option x``)."""
 
 
-def parse_pairs(items: Sequence[str] | None, flag: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or ():
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise JobArgumentError(f"{flag} expects KEY=VALUE, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
+def parse_arg(parse: Callable[..., T], *args: Any) -> T:
+    """``parse(*args)`` with one of ``lakecore.options.cli_text``'s parsers; a malformed text
+    becomes a ``JobArgumentError`` (the job's summary and last line name it so)."""
+    try:
+        return parse(*args)
+    except ValueError as e:
+        raise JobArgumentError(str(e)) from None
 
 
 def table_parser(prog: str, description: str) -> argparse.ArgumentParser:
@@ -54,8 +56,6 @@ def table_parser(prog: str, description: str) -> argparse.ArgumentParser:
 def describe_error(error: BaseException) -> str:
     """One line naming the error. Executor failures arrive as long Java/Python traces; the
     last ``SomeError: message`` line in them is the cause."""
-    from lakecore.spark.messages import python_error
-
     text = str(error)
     found = python_error(text)
     if found is not None:
@@ -86,6 +86,8 @@ def start_session(app_name: str, master: str | None, log_level: str) -> Any:
 
 @dataclass
 class JobContext:
+    """One job run: its arguments, its Spark session (started lazily) and its stages."""
+
     job: str
     args: argparse.Namespace
     spark: Any = None
@@ -107,7 +109,7 @@ class JobContext:
 
     @property
     def catalog_options(self) -> dict[str, str]:
-        return parse_pairs(self.args.catalog_option, "--catalog-option")
+        return parse_arg(parse_pairs, self.args.catalog_option, "--catalog-option")
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -124,7 +126,7 @@ class JobContext:
         catalog = open_catalog(self.warehouse, self.catalog_options)
         self._catalogs.append(catalog)
         table = catalog.get_table(self.args.table)
-        dynamic = parse_pairs(self.args.table_option, "--table-option")
+        dynamic = parse_arg(parse_pairs, self.args.table_option, "--table-option")
         return table.copy(dynamic) if dynamic else table
 
     def close(self) -> None:

@@ -22,7 +22,14 @@ import sys  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
-from lakecore.spark.jobs.common import JobContext, parse_pairs, run_job, table_parser  # noqa: E402
+from lakecore.options.cli_text import parse_partition  # noqa: E402
+from lakecore.spark.compact import (  # noqa: E402
+    CompactOutcome,
+    CompactRequest,
+    compact_table,
+    plan_compact,
+)
+from lakecore.spark.jobs.common import JobContext, parse_arg, run_job, table_parser  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,13 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _partitions(specs: Sequence[str]) -> tuple[dict[str, str], ...] | None:
-    out = tuple(parse_pairs(s.split(","), "--partition") for s in specs)
+    out = tuple(parse_arg(parse_partition, s, "--partition") for s in specs)
     return out or None
 
 
 def _body(ctx: JobContext) -> Mapping[str, Any]:
-    from lakecore.spark.compact import CompactOutcome, CompactRequest, compact_table, plan_compact
-
     a = ctx.args
     table = ctx.open_table()
     request = CompactRequest(

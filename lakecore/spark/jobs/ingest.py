@@ -7,7 +7,7 @@
 
 The pair (commit user, commit identifier) makes a rerun idempotent: a rerun of a committed
 pair writes nothing. Pass both from the Airflow run (or let the user default to a hash of the
-table and identifier: one user per run, see DESIGN.md §3).
+table and identifier: one user per run, see "Commit users" in docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -25,7 +25,16 @@ import sys  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
-from lakecore.spark.jobs.common import JobContext, parse_pairs, run_job, table_parser  # noqa: E402
+from lakecore.options.cli_text import parse_pairs  # noqa: E402
+from lakecore.spark.ingest import (  # noqa: E402
+    IngestRequest,
+    already_committed,
+    default_commit_user,
+    ingest_dataframe,
+    ingest_parquet,
+)
+from lakecore.spark.jobs.common import JobContext, parse_arg, run_job, table_parser  # noqa: E402
+from lakecore.spark.sources import SourceFormat, load_source  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -52,15 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _body(ctx: JobContext) -> Mapping[str, Any]:
-    from lakecore.spark.ingest import (
-        IngestRequest,
-        already_committed,
-        default_commit_user,
-        ingest_dataframe,
-        ingest_parquet,
-    )
-    from lakecore.spark.sources import SourceFormat, load_source
-
     a = ctx.args
     with ctx.stage("plan"):
         table = ctx.open_table()
@@ -68,8 +68,8 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
             commit_identifier=a.commit_identifier,
             commit_user=a.commit_user or default_commit_user("ingest", table.identifier,
                                                              a.commit_identifier),
-            overwrite_partition=parse_pairs(a.overwrite_partition, "--overwrite-partition")
-            or None,
+            overwrite_partition=parse_arg(parse_pairs, a.overwrite_partition,
+                                          "--overwrite-partition") or None,
             dynamic_overwrite=a.dynamic_overwrite,
             parallelism=a.parallelism,
         )
@@ -79,7 +79,7 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
                 "snapshot_ids": [], "skipped": True, "rows": 0, "files": 0, "bytes": 0}
     spark = ctx.session()
     fmt = SourceFormat(a.source_format)
-    options = parse_pairs(a.source_option, "--source-option")
+    options = parse_arg(parse_pairs, a.source_option, "--source-option")
     if a.source and fmt is SourceFormat.PARQUET and not options:  # executors read the files
         result = ingest_parquet(spark, a.source, table, ctx.warehouse, request,
                                 ctx.catalog_options, stage=ctx.stage)

@@ -1,4 +1,4 @@
-"""Maintenance job: expire snapshots / partitions, remove orphan files; prints a JSON report.
+"""Maintenance job: expire partitions / snapshots, remove orphan files; prints a JSON report.
 
     spark-submit [--py-files dist/lakecore.zip] lakecore/spark/jobs/maintain.py \\
         --warehouse W --table db.t --expire-snapshots --expire-partitions \\
@@ -6,7 +6,9 @@
 
 Retention comes from the table's options (``snapshot.num-retained.min/max``,
 ``snapshot.time-retained``, ``partition.expiration-time``, ...); override them for one run with
-``--table-option``. The work is metadata on the driver, so no Spark session is started.
+``--table-option``. The steps run in lakecore's one maintenance order (partitions, snapshots,
+orphans; ``lakecore.maintenance.maintain.MaintenanceStep``). The work is metadata on the
+driver, so no Spark session is started.
 """
 
 from __future__ import annotations
@@ -22,15 +24,18 @@ if __name__ == "__main__" and not __package__:  # run as a file: find lakecore i
 import argparse  # noqa: E402
 import sys  # noqa: E402
 from collections.abc import Mapping, Sequence  # noqa: E402
-from datetime import datetime, timedelta  # noqa: E402
+from datetime import datetime  # noqa: E402
 from typing import Any  # noqa: E402
 
+from lakecore.options.cli_text import parse_age  # noqa: E402
 from lakecore.spark.jobs.common import (  # noqa: E402
     JobArgumentError,
     JobContext,
+    parse_arg,
     run_job,
     table_parser,
 )
+from lakecore.spark.maintain import MaintainRequest, maintain_table  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,29 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _older_than(text: str | None) -> timedelta | datetime | None:
-    from lakecore.options.parse import parse_duration
-
-    if text is None:
-        return None
-    try:
-        return parse_duration(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        raise JobArgumentError(f"--older-than {text!r} is neither a duration ('1 d') nor an "
-                               "ISO date-time") from None
-
-
 def _body(ctx: JobContext) -> Mapping[str, Any]:
-    from lakecore.spark.maintain import MaintainRequest, maintain_table
-
     a = ctx.args
+    older_than = None if a.older_than is None else parse_arg(parse_age, a.older_than)
     request = MaintainRequest(
         expire_snapshots=a.expire_snapshots, expire_partitions=a.expire_partitions,
-        remove_orphans=a.remove_orphans, dry_run=a.dry_run, older_than=_older_than(a.older_than),
+        remove_orphans=a.remove_orphans, dry_run=a.dry_run, older_than=older_than,
         now=datetime.fromisoformat(a.now) if a.now else None,
     )
     if not request.any:
