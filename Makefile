@@ -4,15 +4,17 @@ SHELL := /bin/bash
 PYTHON ?= python3.11
 VENV := .venv
 PAIMON_VENV := .venv-paimon
+MOTO_VENV := .venv-moto
 PY := $(VENV)/bin/python
 # pip on this machine kind warns about unusable extra index locations; keep the log readable.
 QUIET_PIP := grep -v '^WARNING: Location' || true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint unit bench clean venv paimon-venv browser soak
+.PHONY: demo test lint unit bench clean venv paimon-venv moto-venv browser soak
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
+moto-venv: $(MOTO_VENV)/.installed
 
 $(VENV)/.installed: requirements.txt constraints.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +33,15 @@ $(PAIMON_VENV)/.installed:
 	$(PAIMON_VENV)/bin/python -c "import pypaimon"
 	touch $@
 
+# The S3 server of tests/s3 and `bench --s3`: moto (5.2.5: earlier ones break pyarrow's multipart
+# writes), started by the tests themselves on 127.0.0.1 (tests/s3/moto_launcher.py). Its own
+# venv: moto needs python-dateutil<3, Airflow's constraints pin 4.0.
+$(MOTO_VENV)/.installed:
+	$(PYTHON) -m venv $(MOTO_VENV)
+	$(MOTO_VENV)/bin/pip install -q "moto[server]==5.2.5" 2>&1 | $(QUIET_PIP)
+	$(MOTO_VENV)/bin/python -c "import moto.server; assert moto.__version__ == '5.2.5'"
+	touch $@
+
 # ruff; the layer contracts of docs/architecture.md (import-linter); the type checker over lakecore/
 lint: venv
 	$(VENV)/bin/ruff check lakecore tests bench dags plugins
@@ -46,7 +57,7 @@ browser:
 	  else echo "chromium missing: sudo apt-get install -y chromium (the UI test skips)"; fi; \
 	fi
 
-test: venv paimon-venv lint browser dist/lakecore.zip
+test: venv paimon-venv moto-venv lint browser dist/lakecore.zip
 	$(PY) -m pytest -q
 
 # The real pipeline through Airflow (dag.test) on its embedded default: SQLite metadata DB,
@@ -65,7 +76,7 @@ soak: venv paimon-venv
 # `make bench BENCH_ARGS=--quick`: a smoke test at small sizes (RESULTS.md is left alone);
 # BENCH_ARGS="--only scaling": one benchmark. pypaimon's optional Rust core (pypaimon-rust) is
 # the second pypaimon baseline; a .venv-paimon made before it was in its recipe gets it here.
-bench: venv paimon-venv
+bench: venv paimon-venv moto-venv
 	@# (if that install fails, the benchmarks run without pypaimon+rust and say why)
 	@$(PAIMON_VENV)/bin/python -c "import pypaimon_rust" 2>/dev/null \
 	  || $(PAIMON_VENV)/bin/pip install -q pypaimon-rust==0.4.0 2>&1 | $(QUIET_PIP)

@@ -58,6 +58,8 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "expire": ([], ["--quick"]),
     "scaling": ([], ["--quick"]),
     "spark_ingest": ([], ["--quick"]),
+    "schema_evolution": ([], ["--quick"]),
+    "object_store": (["--write-results"], ["--quick"]),  # moto from .venv-moto (make bench)
 }
 STATE = os.path.join(OUT_DIR, "run_all.json")
 

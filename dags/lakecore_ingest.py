@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow.sdk import DAG
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import dag_args, tables_doc, tables_param
+from lake_airflow.dag_support import dag_args, merge_schema_param, tables_doc, tables_param
 from lake_airflow.operators import LakeIngestOperator
 from lake_airflow.tasks import prepare_lake
 
@@ -25,6 +25,10 @@ no expiry: `lakecore_compaction` and `lakecore_maintenance` do those) as **one c
   Tables without a date partition append; their `sequence.field` makes a replay harmless.
 * `prepare` creates the catalog lock table (connection `lakecore_lock`) and missing tables.
 * Param **tables** restricts a manual run to some tables.
+* Param **merge_schema** (off by default): a source with new columns adds them to the table
+  (one ALTER, Paimon's `write.merge-schema`) instead of failing the ingest.
+* A compatible change of a table's declaration in the tables file (new columns, wider types,
+  comments, options) becomes an ALTER in `prepare`; an incompatible one fails `prepare`.
 """
 
 cfg = load_config()
@@ -34,7 +38,7 @@ with DAG(
     description="Write-only ingest of each declared lake table for the run's date",
     schedule=cfg.schedules.ingest,
     **dag_args(cfg, "ingest", max_active_runs=2),
-    params={"tables": tables_param(cfg, "ingest")},
+    params={"tables": tables_param(cfg, "ingest"), "merge_schema": merge_schema_param()},
     doc_md=DOC + tables_doc(cfg),
 ) as dag:
     prepare = prepare_lake()

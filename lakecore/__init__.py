@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["CatalogFactory", "FileSystemCatalog", "Schema"]
+__all__ = ["CatalogFactory", "FileSystemCatalog", "Schema", "SchemaChange"]
 
 
 def __getattr__(name: str) -> Any:
@@ -17,4 +17,8 @@ def __getattr__(name: str) -> Any:
         from lakecore.schema import Schema
 
         return Schema
+    if name == "SchemaChange":
+        from lakecore.schema.schema_change import SchemaChange
+
+        return SchemaChange
     raise AttributeError(name)

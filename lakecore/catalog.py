@@ -4,25 +4,42 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lakecore.errors import (
     CatalogError,
     DatabaseAlreadyExistError,
     DatabaseNotExistError,
+    OptionError,
+    SchemaChangeError,
     TableAlreadyExistError,
     TableNotExistError,
 )
 from lakecore.lock import CatalogLock, lock_from_options
+from lakecore.lock.protocol import COMMIT_PROTOCOL, CommitProtocol, parse_commit_protocol
 from lakecore.schema import Schema, TableSchema
 from lakecore.schema.partition_time import check_partition_expiration_options
+from lakecore.schema.schema_change import SchemaChange
+from lakecore.store.commit_protocol import (
+    CommitProtocolGuard,
+    mismatch_message,
+    record_commit_protocol,
+)
 from lakecore.store.file_io import FileIO
+from lakecore.store.s3 import is_s3_key
 from lakecore.store.schema_manager import SchemaManager
 from lakecore.table import FileStoreTable
 
 DB_SUFFIX = ".db"
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_\-]*$")
+
+
+def is_catalog_option(key: str) -> bool:
+    """Whether ``key`` configures the catalog (lock, S3 filesystem, commit protocol) rather
+    than a table: how the command line splits its ``--option`` pairs."""
+    return (key.startswith(("lock.", "lock-")) or key in ("catalog-key", COMMIT_PROTOCOL)
+            or is_s3_key(key))
 
 
 def _check_name(kind: str, name: str) -> None:
@@ -39,13 +56,18 @@ def _split_identifier(identifier: str) -> tuple[str, str]:
 
 class FileSystemCatalog:
     """Tables under a warehouse. Its catalog lock comes from the ``lock.*`` options
-    (``lakecore.lock.lock_from_options``) unless one is passed in."""
+    (``lakecore.lock.lock_from_options``) unless one is passed in; ``s3.*`` options configure
+    an S3 warehouse and ``commit.protocol`` how its commits exclude each other
+    (docs/object-stores.md)."""
 
     def __init__(self, options: Mapping[str, str], lock: CatalogLock | None = None) -> None:
         if "warehouse" not in options:
             raise CatalogError("catalog option 'warehouse' is required")
         self.options = dict(options)
-        self.file_io, self.warehouse = FileIO.for_uri(str(options["warehouse"]))
+        self.commit_protocol = parse_commit_protocol(self.options)
+        self.file_io, self.warehouse = FileIO.for_uri(
+            str(options["warehouse"]), self.options,
+            conditional_put=self.commit_protocol is CommitProtocol.CONDITIONAL_PUT)
         self.warehouse = self.warehouse.rstrip("/")
         self.lock: CatalogLock = (
             lock if lock is not None
@@ -112,6 +134,12 @@ class FileSystemCatalog:
         path = self.table_path(identifier)
         ts = TableSchema.from_schema(0, schema, int(time.time() * 1000))
         check_partition_expiration_options(ts.core_options, ts.partition_keys)
+        if not self.file_io.is_local and not SchemaManager(self.file_io, path).exists():
+            # before schema-0: no writer can see the table without its protocol
+            recorded = record_commit_protocol(self.file_io, path, self.commit_protocol)
+            if recorded is not self.commit_protocol:
+                raise OptionError(COMMIT_PROTOCOL, mismatch_message(
+                    identifier, recorded, self.commit_protocol, True))
         if not SchemaManager(self.file_io, path).create(ts):
             if ignore_if_exists:
                 return
@@ -123,10 +151,46 @@ class FileSystemCatalog:
             raise TableNotExistError(f"table {identifier!r} does not exist")
         return schema
 
+    def _table_lock(self, identifier: str) -> CatalogLock:
+        """The lock a table's commits and ALTERs take: on an object store it first checks that
+        the table's recorded commit protocol is this catalog's (a table never mixes two)."""
+        if self.file_io.is_local:
+            return self.lock
+        return CommitProtocolGuard(self.lock, self.file_io, self.table_path(identifier),
+                                   identifier, self.commit_protocol)
+
     def get_table(self, identifier: str) -> FileStoreTable:
         schema = self._latest_schema(identifier)
         return FileStoreTable(self.file_io, identifier, self.table_path(identifier), schema,
-                              lock=self.lock)
+                              lock=self._table_lock(identifier))
+
+    def alter_table(self, identifier: str, changes: Sequence[SchemaChange],
+                    ignore_if_not_exists: bool = False) -> TableSchema | None:
+        """Apply schema changes (pypaimon's ``SchemaChange`` shape) as one new schema version.
+
+        Paimon's rules (``lakecore.schema.evolution``): key and partition columns protected,
+        type changes within Paimon's casts, options Paimon lets change. A refused change raises
+        a typed error naming the column or option and writes nothing. Runs under the catalog
+        lock, as Paimon's catalog does. Returns the new schema (None: no table and
+        ``ignore_if_not_exists``, or no changes)."""
+        db, name = _split_identifier(identifier)
+        manager = SchemaManager(self.file_io, self.table_path(identifier))
+        if not manager.exists():
+            if ignore_if_not_exists:
+                return None
+            raise TableNotExistError(f"table {identifier!r} does not exist")
+        changes = list(changes)
+        if not changes:
+            return None
+        bad = [c for c in changes if not isinstance(c, SchemaChange)]
+        if bad:
+            raise SchemaChangeError(f"not a SchemaChange: {bad[0]!r}")
+
+        def check(new: TableSchema) -> None:  # before anything is written
+            check_partition_expiration_options(new.core_options, new.partition_keys)
+
+        return self._table_lock(identifier).run_with_lock(
+            db, name, lambda: manager.commit_changes(changes, check=check))
 
     def drop_table(self, identifier: str, ignore_if_not_exists: bool = False) -> None:
         path = self.table_path(identifier)

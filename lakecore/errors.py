@@ -32,6 +32,19 @@ class SchemaError(LakecoreValidationError):
     """A schema, a type or a row does not fit the table."""
 
 
+class NullKeyError(SchemaError):
+    """Rows to write hold a null in a primary-key column (Paimon's key columns are NOT NULL).
+    ``column`` names it and ``count`` says how many rows; nothing was written."""
+
+    def __init__(self, column: str, count: int) -> None:
+        super().__init__(
+            f"primary key column {column!r} has {count} null value(s); primary-key columns "
+            "are NOT NULL"
+        )
+        self.column = column
+        self.count = count
+
+
 class PartitionValueError(LakecoreValidationError):
     """A partition value cannot be turned into a safe path (``/``, ``..``, control chars)."""
 
@@ -172,3 +185,36 @@ class MaintenanceError(LakecoreValidationError):
 
 class UnsupportedFeatureError(LakecoreValidationError):
     """The table uses a Paimon feature lakecore does not implement (named in the message)."""
+
+
+class SchemaChangeError(SchemaError):
+    """An ALTER TABLE change Paimon's rules refuse: a protected key or partition column, a type
+    that cannot be converted, an option that cannot change. Nothing was written."""
+
+
+class ColumnNotExistError(SchemaChangeError):
+    """A schema change names a column the table does not have. ``column`` names it."""
+
+    def __init__(self, column: str, message: str | None = None) -> None:
+        super().__init__(message or f"column {column!r} does not exist")
+        self.column = column
+
+
+class ColumnAlreadyExistError(SchemaChangeError):
+    """A schema change adds (or renames to) a column name the table already has."""
+
+    def __init__(self, column: str, message: str | None = None) -> None:
+        super().__init__(message or f"column {column!r} already exists")
+        self.column = column
+
+
+class IncompatibleSchemaError(SchemaChangeError):
+    """A wanted schema (a declaration, a write's source) cannot be reached by an ALTER
+    (``lakecore.schema.diff``). ``table`` and ``problems`` (each naming a column or an
+    option) say why; nothing was changed."""
+
+    def __init__(self, table: str, problems: list[str]) -> None:
+        super().__init__(f"table {table!r}: incompatible schema change, nothing was changed: "
+                         + "; ".join(problems))
+        self.table = table
+        self.problems = list(problems)

@@ -7,7 +7,7 @@ operation at module level without closing a cycle.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from lakecore import maintenance
 from lakecore.compact.job import CompactReport, compact
@@ -22,11 +22,25 @@ from lakecore.maintenance import (
 )
 from lakecore.read.read_builder import ReadBuilder
 from lakecore.store.file_store import FileStore
+from lakecore.store.time_travel import TIME_TRAVEL_KEYS, travel_schema_id
 from lakecore.write.write_builder import BatchWriteBuilder, StreamWriteBuilder
 
 
 class FileStoreTable(FileStore):
     """A lake table: write and read builders, compaction, expiry, tags and rollback."""
+
+    def copy(self, options: dict[str, Any]) -> Self:
+        """The same table with dynamic options (e.g. ``scan.snapshot-id`` for time travel).
+
+        Time travel (``scan.snapshot-id``, ``scan.tag-name``, ``scan.timestamp-millis``) also
+        switches to the schema the snapshot was committed with, as Paimon's ``copy`` does: a
+        snapshot older than an added column reads without it."""
+        table = super().copy(options)
+        if TIME_TRAVEL_KEYS & set(options):
+            schema_id = travel_schema_id(table)
+            if schema_id is not None and schema_id != table.schema.id:
+                table = table.with_schema(table.schema_of(schema_id))
+        return table
 
     # -- builders ------------------------------------------------------------------------
     def new_batch_write_builder(self) -> BatchWriteBuilder:

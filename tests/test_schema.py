@@ -120,15 +120,12 @@ SCHEMA_REJECTIONS: list[tuple[dict[str, Any], type[Exception], list[str]]] = [
      ["partition key 'nope' is not a column"]),
     ({"partition_keys": ["dt", "dt"]}, SchemaError, ["duplicate partition key", "'dt'"]),
     ({"primary_keys": ["id", "id", "dt"]}, SchemaError, ["duplicate primary key", "'id'"]),
-    ({"primary_keys": ["id", "dt", "v"]}, SchemaError,
-     ["primary-key column 'v' is nullable", "nullable=False"]),
     ({"partition_keys": ["r"], "primary_keys": ["id", "r"]}, SchemaError,
      ["partition key 'r' has nested type"]),
     ({"partition_keys": ["id", "dt"]}, SchemaError, ["partition keys only"]),
     ({"options": {"bucket": "2", "bukcet-key": "id"}}, OptionError, ["'bukcet-key'"]),
     ({"options": {}}, OptionError, ["'bucket'", "fixed number of buckets", "-1"]),
     ({"options": {"bucket": "-1"}}, OptionError, ["'bucket'", "dynamic bucket mode"]),
-    ({"options": {"bucket": "-2"}}, OptionError, ["'bucket'", "postpone bucket mode"]),
     ({"options": {"bucket": "2", "bucket-key": "dt"}}, OptionError,
      ["'bucket-key'", "'dt' is a partition key"]),
     ({"options": {"bucket": "2", "path": "/x"}}, OptionError, ["'path'", "catalog"]),
@@ -160,6 +157,29 @@ def test_schema_rejections(
         pk_schema(**kw)
     for fragment in fragments:
         assert fragment in str(info.value)
+
+
+def test_nullable_primary_key_columns_become_not_null() -> None:
+    """Paimon's (and pypaimon's) normalisation: pyarrow's nullable default is accepted for
+    key columns, which the stored schema declares NOT NULL; other columns keep theirs."""
+    schema = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.float64())])
+    s = Schema.from_pyarrow_schema(schema, partition_keys=["dt"], primary_keys=["id", "dt"],
+                                   options={"bucket": "2"})
+    nullable = {f.name: f.type.nullable for f in s.fields}
+    assert nullable == {"id": False, "dt": False, "v": True}
+    stored = TableSchema.from_schema(0, s, time_millis=T0).to_json()
+    assert '"BIGINT NOT NULL"' in stored and '"STRING NOT NULL"' in stored
+    # an append table's columns are left as given
+    assert Schema.from_pyarrow_schema(schema).fields[0].type.nullable
+
+
+def test_postpone_bucket_tables_need_a_primary_key() -> None:
+    s = pk_schema(options={"bucket": "-2", "postpone.default-bucket-num": "3"})
+    assert s.options["bucket"] == "-2"
+    with pytest.raises(OptionError, match="postpone"):
+        Schema.from_pyarrow_schema(pa.schema([("v", pa.int64())]), options={"bucket": "-2"})
+    with pytest.raises(OptionError, match="postpone.default-bucket-num"):
+        pk_schema(options={"bucket": "-2", "postpone.default-bucket-num": "0"})
 
 
 def test_sequence_field_with_cross_partition_key_is_rejected() -> None:

@@ -8,8 +8,10 @@ import json
 import sys
 from collections.abc import Sequence
 
-from lakecore.catalog import CatalogFactory
+from lakecore.catalog import CatalogFactory, is_catalog_option
+from lakecore.cli import alter as cli_alter
 from lakecore.cli import maintenance as cli_maintenance
+from lakecore.cli.args import add_table_arguments
 from lakecore.errors import LakecoreError
 from lakecore.maintenance.inspect import format_report, inspect_table
 from lakecore.options.cli_text import parse_pairs, parse_partition
@@ -17,26 +19,19 @@ from lakecore.options.cli_text import parse_pairs, parse_partition
 CATALOG_KEYS = frozenset({"catalog-key", "lock-acquire-timeout", "lock-check-max-sleep"})
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warehouse", required=True, help="warehouse URI or path")
-    p.add_argument("--table", required=True, help="database.table")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="catalog or dynamic table option (repeatable)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakecore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="snapshots and live files per partition/bucket/level")
-    _common(p)
+    add_table_arguments(p)
     p.add_argument("--max-snapshots", type=int, default=20)
     p = sub.add_parser("compact", help="compact buckets that need it; one COMPACT snapshot")
-    _common(p)
+    add_table_arguments(p)
     p.add_argument("--partition", action="append", default=[], metavar="K=V[,K=V]",
                    help="only these partitions (repeatable)")
     p.add_argument("--full", action="store_true", help="full compaction to the max level")
-    cli_maintenance.register(sub, _common)
+    cli_maintenance.register(sub)
+    cli_alter.register(sub)
     return parser
 
 
@@ -48,9 +43,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:  # a malformed --option / --partition
         raise SystemExit(str(e)) from None
     try:
-        catalog_opts = {k: v for k, v in opts.items() if k in CATALOG_KEYS or k.startswith("lock")}
+        catalog_opts = {k: v for k, v in opts.items()
+                        if k in CATALOG_KEYS or k.startswith("lock") or is_catalog_option(k)}
         table_opts = {k: v for k, v in opts.items() if k not in catalog_opts}
         catalog = CatalogFactory.create({"warehouse": args.warehouse, **catalog_opts})
+        if args.command == cli_alter.COMMAND:
+            return cli_alter.run(args, catalog)
         table = catalog.get_table(args.table)
         if table_opts:
             table = table.copy(table_opts)

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
 from lakecore import maintenance as m
+from lakecore.cli.args import add_table_arguments
 from lakecore.errors import LakecoreError
 from lakecore.maintenance.maintain import MaintenanceStep
 from lakecore.options.cli_text import parse_age
@@ -26,25 +26,12 @@ COMMANDS = ("expire-snapshots", "expire-partitions", "remove-orphan-files", "cre
             "delete-tag", "list-tags", "rollback", "maintain")
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--warehouse", required=True, help="warehouse URI or path")
-    p.add_argument("--table", required=True, help="database.table")
-    p.add_argument("--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="catalog or dynamic table option (repeatable)")
-    p.add_argument("--json", action="store_true", help="print JSON")
-
-
-def register(
-    subparsers: Any,
-    common: Callable[[argparse.ArgumentParser], None] | None = None,
-) -> None:
-    """Add the maintenance subcommands; ``common`` adds the shared flags (default: our own
-    copy of ``--warehouse/--table/--option/--json``)."""
-    add_common = common or _common
+def register(subparsers: Any) -> None:
+    """Add the maintenance subcommands, each with the shared flags (``cli.args``)."""
 
     def sub(name: str, help_: str, deletes: bool = True) -> argparse.ArgumentParser:
         p = subparsers.add_parser(name, help=help_)
-        add_common(p)
+        add_table_arguments(p)
         if deletes:
             p.add_argument("--dry-run", action="store_true", help="plan and report only")
             p.add_argument("--paths", action="store_true", help="list every file in --json")

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from lakecore.errors import BucketCountConflict, ConcurrentDeleteConflict, LevelOverlapConflict
 from lakecore.format.binary_row import decode_row
+from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.schema.types import DataType
 
@@ -39,12 +40,14 @@ def check_bucket_counts(
     live: Mapping[tuple, ManifestEntry],
     commit_user: str,
 ) -> None:
-    """All files of a partition must agree on the bucket count the table was written with."""
+    """All files of a partition must agree on the bucket count the table was written with.
+    A postpone bucket's files (bucket -2) have none yet: they take no part."""
     existing: dict[bytes, int] = {}
     for e in live.values():
-        existing.setdefault(e.partition, e.total_buckets)
+        if e.bucket != POSTPONE_BUCKET:
+            existing.setdefault(e.partition, e.total_buckets)
     for e in changes:
-        if e.kind is not FileKind.ADD:
+        if e.kind is not FileKind.ADD or e.bucket == POSTPONE_BUCKET:
             continue
         have = existing.get(e.partition)
         if have is not None and have != e.total_buckets:

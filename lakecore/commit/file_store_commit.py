@@ -27,6 +27,7 @@ from lakecore.commit.plan import (
 )
 from lakecore.errors import (
     CommitConflictError,
+    CommitOutcomeUnknownError,
     CommitRetryableError,
     CommitTimeoutError,
     LakecoreError,
@@ -307,7 +308,7 @@ class FileStoreCommit:
             kind, changes, live, latest,
             commit_user=self.commit_user,
             commit_identifier=identifier,
-            schema_id=self.table.schema.id,
+            schema_id=self._latest_schema_id(),
             changelog=changelog,
             other_users=self._users_since(self.base_snapshot_id, latest),
             key_types=self.key_types,
@@ -355,8 +356,10 @@ class FileStoreCommit:
                 self.users.ensure(self.commit_user, base_id)
             self._published = False
             created = self.table.run_with_lock(lambda: self._publish(latest, snapshot))
-        except BaseException:
-            if self._published:  # snapshot-N exists: its manifests must stay
+        except BaseException as e:
+            # snapshot-N exists, or may (a conditional PUT whose outcome could not be read
+            # back): its manifests must stay; orphan removal takes them if it did not land
+            if self._published or isinstance(e, CommitOutcomeUnknownError):
                 raise
             self._cleanup(written)
             raise
@@ -369,6 +372,14 @@ class FileStoreCommit:
                  self.commit_user)
         maybe_crash(CrashStep.AFTER_COMMIT)
         return snapshot.id
+
+    def _latest_schema_id(self) -> int:
+        """The snapshot records the newest schema at commit time, as Paimon's commit does: a
+        writer that opened the table before an ALTER still commits (its files name their own
+        schema and are read through it), and time travel to this snapshot sees the columns the
+        table had when it landed."""
+        latest = self.table.schema_manager.latest_id()
+        return max(self.table.schema.id, latest if latest is not None else -1)
 
     def _users_since(self, base_id: int | None, latest: Snapshot | None) -> list[str]:
         if latest is None:

@@ -15,6 +15,7 @@ from lakecore.commit.conflicts import (
     check_deletes_live,
     check_level_overlap,
 )
+from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import CommitKind, Snapshot
@@ -117,7 +118,9 @@ def bucket_count_suspects(
 ) -> list[ManifestFileMeta]:
     """The manifests that may hold files written with another bucket count than ``changes``
     (a pure append reads only these: planning cost follows them, not history)."""
-    ours = {e.total_buckets for e in changes}
+    ours = {e.total_buckets for e in changes if e.bucket != POSTPONE_BUCKET}
+    if not ours:  # only postpone files: no bucket count to disagree with
+        return []
     return [m for m in metas if m.total_buckets is None or {m.total_buckets} != ours]
 
 

@@ -17,6 +17,7 @@ from lakecore.compact.universal import CompactStrategy, create_compact_strategy,
 from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.io.data_file_reader import iter_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
+from lakecore.io.schema_mapping import check_rewritable
 from lakecore.io.specs import file_writer_spec
 from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
@@ -36,6 +37,7 @@ class BucketCompactor:
     def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  files: Sequence[DataFileMeta], strategy: CompactStrategy | None = None,
                  chunk_rows: int = 128 * 1024) -> None:
+        check_rewritable(table, files)
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
         self.chunk_rows = chunk_rows  # rows read per run per merge round: bounds memory
         o = table.options
@@ -157,6 +159,7 @@ def _chain(acc: CompactResult, nxt: CompactResult, created: set[str],
 def compact_append_files(table: FileStore, partition: Sequence[Any], bucket: int,
                          groups: Sequence[Sequence[DataFileMeta]]) -> CompactResult:
     """Rewrite each group of an append-only bucket into new files, rows in sequence order."""
+    check_rewritable(table, [f for group in groups for f in group])
     spec = file_writer_spec(table)
     before: list[DataFileMeta] = []
     after: list[DataFileMeta] = []

@@ -16,6 +16,7 @@ from lakecore.compact.executor import BucketCompactor
 from lakecore.compact.unit import CompactResult
 from lakecore.compact.universal import create_compact_strategy
 from lakecore.format.manifest import DataFileMeta
+from lakecore.io.schema_mapping import newer_files
 from lakecore.store.file_store import FileStore
 
 
@@ -34,7 +35,10 @@ class InlineCompactor:
         self.commits += 1
         every = self.table.options.full_compaction_delta_commits
         full = every is not None and every != 0 and self.commits % every == 0
-        if not self.files:
+        if not self.files or newer_files(self.table, self.files):
+            # nothing to do, or files of a schema newer than this writer's: compacting them
+            # into its older schema would drop columns; the dedicated compaction (which opens
+            # the latest schema) or a writer opened after the ALTER does it
             return CompactResult()
         compactor = BucketCompactor(self.table, self.partition, self.bucket, self.files,
                                     self.strategy)

@@ -2,10 +2,12 @@
 
 ``plan_compaction`` reads the latest snapshot once and returns picklable ``BucketTask``s for
 the buckets that have something to do (the pure planners decide, so "nothing to compact" is
-known before any executor starts). ``run_bucket_task`` compacts one bucket — it is what a
-Spark executor runs. ``commit_compaction`` commits the results; the commit checks that every
-rewritten input is still live and that outputs do not overlap a level >= 1 run, so it is safe
-while ingest jobs keep committing new level-0 files.
+known before any executor starts), and for a postpone-bucket table a ``PostponeTask`` per
+partition with pending postpone files (``postpone.py``: they become visible in real buckets).
+``run_task`` runs one task — it is what a Spark executor runs. ``commit_compaction`` commits
+the results; the commit checks that every rewritten input is still live and that outputs do
+not overlap a level >= 1 run, so it is safe while ingest jobs keep committing new level-0
+files.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from lakecore.compact.append_compaction import AppendCompaction, full_bucketed, 
 from lakecore.compact.executor import BucketCompactor, compact_append_files, key_order
 from lakecore.compact.levels import Levels
 from lakecore.compact.planner import plan_compaction as plan_bucket
+from lakecore.compact.postpone import PostponeTask, plan_postpone, run_postpone_task
 from lakecore.compact.unit import CompactResult
 from lakecore.compact.universal import create_compact_strategy
 from lakecore.errors import CommitConflictError, CommitTimeoutError, LakecoreValidationError
+from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
 from lakecore.store.file_store import FileStore
@@ -48,12 +52,15 @@ class BucketTask:
         return sum(f.file_size for f in self.files)
 
 
+CompactionTask = BucketTask | PostponeTask
+
+
 @dataclass(frozen=True)
 class CompactionPlan:
     """The buckets a dedicated compaction will rewrite, planned from one snapshot."""
 
     snapshot_id: int | None
-    tasks: tuple[BucketTask, ...]
+    tasks: tuple[CompactionTask, ...]
     buckets_considered: int
     skipped_reason: str | None = None
 
@@ -129,11 +136,18 @@ def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | 
     if latest is None:
         return CompactionPlan(None, (), 0, "the table has no snapshot yet")
     codec = table.partition_codec
-    tasks = []
-    considered = 0
-    for (pbytes, bucket), entries in sorted(_live_buckets(table, latest).items()):
+    live = _live_buckets(table, latest)
+    tasks: list[CompactionTask] = []
+    pending: set[bytes] = set()  # partitions with postpone files: their buckets go with them
+    if table.options.bucket == POSTPONE_BUCKET:
+        pending = {p for p, b in live if b == POSTPONE_BUCKET
+                   and _matches(codec.decode(p), table.partition_keys, partitions)}
+        tasks += plan_postpone(table, latest, live, pending)
+    considered = len(tasks)
+    for (pbytes, bucket), entries in sorted(live.items()):
         partition = codec.decode(pbytes)
-        if not _matches(partition, table.partition_keys, partitions):
+        if (bucket == POSTPONE_BUCKET or pbytes in pending
+                or not _matches(partition, table.partition_keys, partitions)):
             continue
         considered += 1
         files = tuple(e.file for e in entries)
@@ -147,6 +161,14 @@ def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | 
         reason = (f"no bucket needs compaction ({considered} bucket(s) checked at snapshot "
                   f"{latest}; {'full' if full else 'universal'} strategy)")
     return CompactionPlan(latest, tuple(tasks), considered, reason)
+
+
+def run_task(table: FileStore, task: CompactionTask, full: bool) -> list[CommitMessage]:
+    """Run one planned task (writes files, commits nothing): what a Spark executor runs."""
+    if isinstance(task, PostponeTask):
+        return run_postpone_task(table, task, full)
+    message = run_bucket_task(table, task, full)
+    return [] if message is None else [message]
 
 
 def run_bucket_task(table: FileStore, task: BucketTask, full: bool) -> CommitMessage | None:
@@ -189,16 +211,16 @@ def commit_compaction(table: FileStore, messages: Sequence[CommitMessage],
 
 def compact(table: FileStore, partitions: Sequence[Mapping[str, Any]] | None = None,
             full: bool = False, commit_user: str | None = None) -> CompactReport:
-    """Plan, run every bucket here, and commit: the dedicated compaction without Spark."""
+    """Plan, run every bucket here, and commit: the dedicated compaction without Spark.
+    It rewrites into the table's newest schema, whatever version ``table`` was opened at."""
     start = time.monotonic()
+    table = table.with_latest_schema()
     plan = plan_compaction(table, partitions, full)
     report = CompactReport(table.identifier, full, skipped_reason=plan.skipped_reason)
     messages: list[CommitMessage] = []
     try:
         for task in plan.tasks:
-            m = run_bucket_task(table, task, full)
-            if m is not None:
-                messages.append(m)
+            messages += run_task(table, task, full)
     except BaseException:
         FileStoreCommit(table, "abort").abort(messages)
         raise

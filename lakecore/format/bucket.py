@@ -32,6 +32,9 @@ from lakecore.format.binary_row import (
 )
 from lakecore.schema.types import DataType, TypeRoot, to_arrow
 
+# Paimon's BucketMode.POSTPONE_BUCKET: the bucket id (and total bucket count) of the files a
+# postpone-bucket table (``bucket = -2``) holds until the dedicated compaction assigns them
+POSTPONE_BUCKET = -2
 SEED = 42
 _C1, _C2 = np.uint32(0xCC9E2D51), np.uint32(0x1B873593)
 _M5, _N1 = np.uint32(5), np.uint32(0xE6546B64)

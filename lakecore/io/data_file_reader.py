@@ -1,5 +1,6 @@
 """Reading one data file through FileIO: whole or in bounded chunks, with missing columns
-filled the way Paimon readers do (``_KEY_*`` from the value columns, absent columns as null)."""
+filled the way Paimon readers do (``_KEY_*`` from the value columns, absent columns as null).
+A file written under another schema version is read through ``schema_mapping`` (by field id)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakecore.errors import CorruptFileError, UnsupportedFeatureError
+from lakecore.errors import CorruptFileError
 from lakecore.format.kv import KEY_PREFIX
 from lakecore.format.manifest import DataFileMeta
+from lakecore.io.formats import PARQUET, conform_chunk, format_of, iter_foreign, read_schema
+from lakecore.io.schema_mapping import file_table, mapping_for
 from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
 
@@ -60,18 +63,23 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
                    f: DataFileMeta, columns: Sequence[str],
                    chunk_rows: int | None = CHUNK_ROWS) -> Iterator[pa.Table]:
     """The file as chunks of at most ``chunk_rows`` rows (None: one chunk)."""
-    path = data_file_path(table, partition, bucket, f)
-    if path.endswith(".orc"):
-        t = _read_orc(table, path, columns, f)
-        step = chunk_rows or max(1, t.num_rows)
-        for start in range(0, max(1, t.num_rows), step):
-            yield t.slice(start, step)
+    mapping = mapping_for(table, f, columns)
+    if mapping is not None:  # written under another schema version: map by field id
+        for t in iter_data_file(file_table(table, f), partition, bucket, f,
+                                mapping.file_columns, chunk_rows):
+            yield mapping.apply(t)
         return
-    if not path.endswith(".parquet"):
-        raise UnsupportedFeatureError(
-            f"{path}: data file format {path.rsplit('.', 1)[-1]!r} is not supported "
-            "(lakecore reads parquet and orc)"
-        )
+    path = data_file_path(table, partition, bucket, f)
+    # every chunk gets the table's types and nullability, whatever the file declares
+    target = read_schema(table.schema.row_type, columns)
+    if format_of(path) != PARQUET:  # ORC and Avro (formats.py)
+        rows = 0
+        for t in iter_foreign(table.file_io, path, columns, chunk_rows, target):
+            rows += t.num_rows
+            yield conform_chunk(_fill_missing(table, t, columns), target, path)
+        if rows != f.row_count:
+            raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
+        return
     rows = 0
     try:
         with table.file_io.open_input_file(path) as src:
@@ -82,11 +90,12 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
                 rows = t.num_rows
                 if rows != f.row_count:
                     raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
-                yield _fill_missing(table, t, columns)
+                yield conform_chunk(_fill_missing(table, t, columns), target, path)
                 return
             for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
                 rows += batch.num_rows
-                yield _fill_missing(table, pa.Table.from_batches([batch]), columns)
+                yield conform_chunk(_fill_missing(table, pa.Table.from_batches([batch]), columns),
+                                    target, path)
     except CorruptFileError:
         raise
     except (OSError, pa.ArrowInvalid) as e:
@@ -101,20 +110,3 @@ def iter_sorted_run(table: FileStore, partition: Sequence[Any], bucket: int,
     """Chunks of a sorted run: its files are non-overlapping and in key order."""
     for f in files:
         yield from iter_data_file(table, partition, bucket, f, columns, chunk_rows)
-
-
-def _read_orc(table: FileStore, path: str, columns: Sequence[str],
-              f: DataFileMeta) -> pa.Table:
-    """ORC data files (Paimon's default format before 1.0), read whole."""
-    import pyarrow.orc as orc
-
-    try:
-        with table.file_io.open_input_file(path) as src:
-            of = orc.ORCFile(src)
-            have = set(of.schema.names)
-            t = of.read(columns=[c for c in columns if c in have])
-    except (OSError, pa.ArrowInvalid) as e:
-        raise CorruptFileError(path, f"cannot read data file: {e}") from e
-    if t.num_rows != f.row_count:
-        raise CorruptFileError(path, f"has {t.num_rows} rows, manifest says {f.row_count}")
-    return _fill_missing(table, t, columns)

@@ -7,7 +7,9 @@ lakecore's own: how long a row stays valid if its holder dies (default: the acqu
 which is what Paimon's JDBC lock stores).
 
 The lock is on by default when the warehouse is not on the local filesystem: ``FileIO``
-creates a snapshot file atomically (link without overwrite) only there.
+creates a snapshot file atomically (link without overwrite) only there. A catalog that commits
+with conditional writes (``commit.protocol=conditional-put``, ``lakecore.lock.protocol``) needs
+no lock, so there it is off by default.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from lakecore.lock.base import (
     CatalogLock,
     NoopLock,
 )
+from lakecore.lock.protocol import CommitProtocol, parse_commit_protocol
 from lakecore.options.parse import parse_bool, parse_duration
 
 LOCK_ENABLED = "lock.enabled"
@@ -112,7 +115,7 @@ def parse_lock_options(options: Mapping[str, str],
         except ValueError as e:
             raise OptionError(LOCK_ENABLED, str(e)) from e
     else:
-        enabled = not local
+        enabled = not local and parse_commit_protocol(options) is CommitProtocol.LOCK
     lock_type = options.get(LOCK_TYPE, "jdbc").strip().lower()
     if lock_type not in LOCK_TYPES:
         raise OptionError(LOCK_TYPE, f"unsupported lock type {options[LOCK_TYPE]!r}; "
@@ -125,7 +128,8 @@ def parse_lock_options(options: Mapping[str, str],
         uri = normalize_lock_uri(uri)
     if enabled and uri is None:
         why = "lock.enabled=true" if LOCK_ENABLED in options else (
-            "the lock is on by default for a warehouse that is not on the local filesystem")
+            "the lock is on by default for a warehouse that is not on the local filesystem, "
+            "unless commit.protocol=conditional-put")
         raise OptionError(LOCK_URI, f"the catalog lock is enabled ({why}) but no lock.uri is "
                           "set: give a SQLAlchemy URL (the Airflow metadata DB, e.g. "
                           "postgresql+psycopg://user@host/airflow, or sqlite:////path/locks.db)"

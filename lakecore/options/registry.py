@@ -203,6 +203,16 @@ BUCKET_KEY = _opt(
     "bucket-key", parse_name_list, None,
     "Columns hashed to pick a bucket; defaults to the primary key minus partition keys.",
 )
+POSTPONE_DEFAULT_BUCKET_NUM = _opt(
+    "postpone.default-bucket-num", parse_int, 1,
+    "Postpone-bucket tables (bucket = -2): the number of buckets the dedicated compaction "
+    "gives a partition compacted for the first time.", check=at_least(1),
+)
+POSTPONE_TARGET_ROW_NUM_PER_BUCKET = _opt(
+    "postpone.target-row-num-per-bucket", parse_long, None,
+    "Postpone-bucket tables: size a new partition's bucket count by its pending rows "
+    "(ceil(rows / this)) instead of postpone.default-bucket-num.", check=at_least(1),
+)
 PRIMARY_KEY_NULLABLE = _opt(
     "primary-key.nullable", parse_bool, False,
     "Paimon's switch for nullable key columns; lakecore only allows false.", check=_false_only,
@@ -263,6 +273,15 @@ WRITE_ONLY = _opt(
     "write-only", parse_bool, False,
     "Skip compaction and snapshot expiry on write (a separate job does them).",
     fallback_keys=("write.compaction-skip",),
+)
+# Paimon's Spark writer options (SparkConnectorOptions), as table or dynamic options
+WRITE_MERGE_SCHEMA = _opt(
+    "write.merge-schema", parse_bool, False,
+    "A Spark ingest adds the source's new columns (and widens types) with one ALTER first.",
+)
+WRITE_MERGE_SCHEMA_EXPLICIT_CAST = _opt(
+    "write.merge-schema.explicit-cast", parse_bool, False,
+    "With write.merge-schema: also change a column's type by a cast that is not a widening.",
 )
 DYNAMIC_PARTITION_OVERWRITE = _opt(
     "dynamic-partition-overwrite", parse_bool, True,
@@ -457,6 +476,20 @@ PARTITION_LEGACY_NAME = _opt(
     "partition.legacy-name", parse_bool, True,
     "Partition directory names use Java's toString of the value (dates as epoch days, "
     "timestamps as LocalDateTime.toString); false uses the SQL string cast.",
+)
+
+# --- schema evolution (ALTER TABLE) ---------------------------------------------------------
+ALTER_COLUMN_NULL_TO_NOT_NULL_DISABLED = _opt(
+    "alter-column-null-to-not-null.disabled", parse_bool, True,
+    "Refuse ALTERs that make a nullable column NOT NULL (old files may hold nulls).",
+)
+DISABLE_EXPLICIT_TYPE_CASTING = _opt(
+    "disable-explicit-type-casting", parse_bool, False,
+    "Allow only implicit (widening) column type changes, not explicit (lossy) casts.",
+)
+ADD_COLUMN_BEFORE_PARTITION = _opt(
+    "add-column-before-partition", parse_bool, False,
+    "ALTER ADD COLUMN places a new column before the first partition column.",
 )
 
 # --- reading --------------------------------------------------------------------------------

@@ -122,6 +122,9 @@ class OptionsView:
         """``bucket-key`` columns; empty when unset (the trimmed primary key applies then)."""
         return self.get(reg.BUCKET_KEY) or ()
 
+    postpone_default_bucket_num = _Value(reg.POSTPONE_DEFAULT_BUCKET_NUM)
+    postpone_target_row_num_per_bucket = _Optional(reg.POSTPONE_TARGET_ROW_NUM_PER_BUCKET)
+
     @property
     def sequence_field(self) -> tuple[str, ...]:
         """``sequence.field`` columns; empty when unset (arrival order decides)."""
@@ -143,6 +146,8 @@ class OptionsView:
 
     # --- writing ------------------------------------------------------------------------
     write_only = _Value(reg.WRITE_ONLY)
+    write_merge_schema = _Value(reg.WRITE_MERGE_SCHEMA)
+    write_merge_schema_explicit_cast = _Value(reg.WRITE_MERGE_SCHEMA_EXPLICIT_CAST)
     dynamic_partition_overwrite = _Value(reg.DYNAMIC_PARTITION_OVERWRITE)
     write_buffer_size = _Value(reg.WRITE_BUFFER_SIZE)
     write_buffer_spillable = _Value(reg.WRITE_BUFFER_SPILLABLE)

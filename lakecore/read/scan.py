@@ -7,15 +7,16 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from lakecore.errors import SnapshotNotExistError
-from lakecore.format.binary_row import decode_row
+from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.snapshot import CommitKind, Snapshot
+from lakecore.io.schema_mapping import file_stats
 from lakecore.options import ChangelogProducer, MergeEngine
 from lakecore.read.predicate import Predicate, split_and
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
-from lakecore.store.tags import scan_tag_snapshot, tag_snapshot
+from lakecore.store.tags import tag_snapshot
+from lakecore.store.time_travel import travel_snapshot
 
 
 @dataclass(frozen=True)
@@ -52,20 +53,8 @@ class TableScan:
         self.predicate = predicate
 
     def _snapshot(self) -> Snapshot | None:
-        o = self.table.options
-        sm = self.table.snapshot_manager
-        if o.scan_snapshot_id is not None:
-            return sm.snapshot(o.scan_snapshot_id)
-        if o.scan_tag_name is not None:
-            return scan_tag_snapshot(self.table)
-        if o.scan_timestamp_millis is not None:
-            snap = sm.earlier_or_equal_time(o.scan_timestamp_millis)
-            if snap is None:
-                raise SnapshotNotExistError(
-                    f"no snapshot at or before timestamp {o.scan_timestamp_millis}"
-                )
-            return snap
-        return sm.latest()
+        snap = travel_snapshot(self.table)
+        return snap if snap is not None else self.table.snapshot_manager.latest()
 
     def plan(self) -> Plan:
         between = self.table.options.incremental_between
@@ -122,6 +111,8 @@ class TableScan:
         groups: dict[tuple[bytes, int], list[DataFileMeta]] = defaultdict(list)
         part_ok: dict[bytes, bool] = {}
         for e in entries:
+            if e.bucket == POSTPONE_BUCKET:
+                continue  # invisible until the dedicated compaction assigns a real bucket
             ok = part_ok.get(e.partition)
             if ok is None:
                 values = dict(zip(t.partition_keys, codec.decode(e.partition)))
@@ -139,26 +130,12 @@ class TableScan:
 
     def _stats_may_match(self, f: DataFileMeta, preds: list[Predicate]) -> bool:
         """Key stats for primary-key tables (value stats could resurrect shadowed rows);
-        value stats for append tables."""
-        s = self.table.schema
-        if s.primary_keys:
-            fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
-            stats = f.key_stats
-        else:
-            if f.value_stats_cols is not None:
-                fields = [s.row_type.field(n) for n in f.value_stats_cols]
-            else:
-                fields = list(s.row_type.fields)
-            stats = f.value_stats
-        names = [x.name for x in fields]
-        usable = [p for p in preds if p.columns() <= set(names)]
-        if not usable or not stats.min_values:
+        value stats for append tables. Read through the file's schema version
+        (``file_stats``): renamed columns by field id, columns whose type changed since the
+        file was written never prune it."""
+        stats = file_stats(self.table, f)
+        if stats is None:
             return True
-        types = [x.type for x in fields]
-        try:
-            mins = dict(zip(names, decode_row(stats.min_values, types)))
-            maxs = dict(zip(names, decode_row(stats.max_values, types)))
-        except Exception:  # stats written for other columns (e.g. another stats mode)
-            return True
-        nulls = dict(zip(names, stats.null_counts or ()))
-        return all(p.may_match(mins, maxs, nulls, f.row_count) for p in usable)
+        usable = [p for p in preds if p.columns() <= stats.names]
+        return all(p.may_match(stats.mins, stats.maxs, stats.nulls, f.row_count)
+                   for p in usable)

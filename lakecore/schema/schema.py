@@ -35,8 +35,10 @@ PAIMON_08_VERSION = 2
 class Schema:
     """A table definition as the user gives it; validated when built.
 
-    Lists become tuples. ``options`` are Paimon's option strings, checked with
-    ``CoreOptions.from_map`` plus the rules that need column types (``validation``).
+    Lists become tuples. Primary-key columns become NOT NULL, as Paimon and pypaimon make them
+    (so ``Schema.from_pyarrow_schema`` takes pyarrow's nullable default). ``options`` are
+    Paimon's option strings, checked with ``CoreOptions.from_map`` plus the rules that need
+    column types (``validation``).
     """
 
     fields: tuple[DataField, ...]
@@ -46,7 +48,15 @@ class Schema:
     comment: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "fields", tuple(self.fields))
+        keys = set(self.primary_keys)
+        # Paimon's Schema normalisation: primary-key columns are NOT NULL (pyarrow's fields
+        # are nullable by default; a null key value is refused when it is written)
+        fields = tuple(
+            replace(f, type=f.type.copy(nullable=False))
+            if f.name in keys and f.type.nullable else f
+            for f in self.fields
+        )
+        object.__setattr__(self, "fields", fields)
         object.__setattr__(self, "partition_keys", tuple(self.partition_keys))
         object.__setattr__(self, "primary_keys", tuple(self.primary_keys))
         object.__setattr__(self, "options", dict(self.options))

@@ -130,26 +130,33 @@ class DataType:
 
 @dataclass(frozen=True)
 class DataField:
-    """One field of a row type: id, name, type and description, as in the schema JSON."""
+    """One field of a row type: id, name, type, description and default value, as in the
+    schema JSON. ``default_value`` is kept so a schema written back (an ALTER) loses nothing;
+    lakecore does not apply it."""
 
     id: int
     name: str
     type: DataType
     description: str | None = None
+    default_value: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id, "name": self.name, "type": self.type.to_json()}
         if self.description is not None:
             out["description"] = self.description
+        if self.default_value is not None:
+            out["defaultValue"] = self.default_value
         return out
 
     @staticmethod
     def from_json(obj: dict[str, Any]) -> DataField:
+        default = obj.get("defaultValue")
         return DataField(
             id=int(obj["id"]),
             name=obj["name"],
             type=parse_type(obj["type"]),
             description=obj.get("description"),
+            default_value=None if default is None else str(default),
         )
 
 

@@ -2,9 +2,9 @@
 
 Everything that can be checked without I/O is checked here, so a bad definition fails before any
 file is written, with an error that names the column or option key. The rules follow Paimon's
-``Schema`` normalisation and ``SchemaValidation``; where Paimon silently fixes or ignores a
-mistake (a nullable primary-key column, dynamic buckets lakecore cannot write) lakecore refuses
-it and says what to change.
+``Schema`` normalisation and ``SchemaValidation``; where Paimon silently ignores a mistake
+(dynamic buckets lakecore cannot write) lakecore refuses it and says what to change. Nullable
+primary-key columns are made NOT NULL by ``Schema`` first, as Paimon does.
 """
 
 from __future__ import annotations
@@ -64,12 +64,8 @@ def validate_schema(
     _check_keys("partition key", partition_keys, by_name)
     _check_keys("primary key", primary_keys, by_name)
     for key in primary_keys:
-        column_type = by_name[key].type
-        if column_type.nullable:
-            raise SchemaError(
-                f"primary-key column {key!r} is nullable; primary-key columns must be NOT NULL: "
-                f"declare it as pa.field({key!r}, ..., nullable=False)"
-            )
+        if by_name[key].type.nullable:  # ``Schema`` makes them NOT NULL before validating
+            raise SchemaError(f"primary-key column {key!r} must be NOT NULL")
     if primary_keys and set(primary_keys) <= set(partition_keys):
         raise SchemaError(
             f"primary key {list(primary_keys)} must not consist of partition keys only "
@@ -115,12 +111,12 @@ def _check_bucket(
                 "a primary-key table needs a fixed number of buckets, e.g. 'bucket': '4'; "
                 "Paimon's default (-1, dynamic bucket mode) is not supported by lakecore",
             )
-        if bucket < 1:
-            mode = "dynamic" if bucket == -1 else "postpone"
+        if bucket == -1:
             raise OptionError(
                 BUCKET.key,
-                f"{bucket} ({mode} bucket mode) is not supported for primary-key tables; "
-                "set a fixed number of buckets >= 1",
+                "-1 (dynamic bucket mode) is not supported for primary-key tables; set a "
+                "fixed number of buckets >= 1, or -2 (postpone buckets, assigned by the "
+                "dedicated compaction)",
             )
     elif bucket == -2:
         raise OptionError(BUCKET.key, "-2 (postpone bucket mode) needs a primary key")

@@ -13,7 +13,12 @@ from pyspark.sql import SparkSession
 
 from lakecore.commit.file_store_commit import FileStoreCommit
 from lakecore.commit.message import CommitMessage
-from lakecore.compact.job import BucketTask, CompactionPlan, commit_compaction, plan_compaction
+from lakecore.compact.job import (
+    CompactionPlan,
+    CompactionTask,
+    commit_compaction,
+    plan_compaction,
+)
 from lakecore.spark.faults import instrument_commit
 from lakecore.spark.ingest import Stage, default_commit_user, no_stage
 from lakecore.spark.messages import FileStats, decode_all, message_accumulator, task_failure
@@ -63,7 +68,7 @@ class CompactOutcome:
         }
 
 
-def round_robin(tasks: Sequence[BucketTask], slices: int) -> list[BucketTask]:
+def round_robin(tasks: Sequence[CompactionTask], slices: int) -> list[CompactionTask]:
     """Order tasks so that ``parallelize``'s contiguous slices each get a mix of big and
     small buckets (the plan lists the biggest first)."""
     return [tasks[j] for i in range(slices) for j in range(i, len(tasks), slices)]

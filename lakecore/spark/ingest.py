@@ -12,16 +12,18 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
 from lakecore.commit.message import CommitMessage
 from lakecore.errors import CommitOutcomeUnknownError, SchemaError
+from lakecore.schema.diff import plan_merge_schema
 from lakecore.spark.faults import instrument_commit
 from lakecore.spark.file_source import plan_parquet_source
 from lakecore.spark.messages import FileStats
-from lakecore.spark.table_ref import TableRef
-from lakecore.spark.types import validate_arrow_source, validate_source
+from lakecore.spark.table_ref import TableRef, open_catalog
+from lakecore.spark.types import source_arrow_schema, validate_arrow_source, validate_source
 from lakecore.spark.write_stage import (
     Static,
     run_write_stage,
@@ -56,6 +58,9 @@ class IngestRequest:
     overwrite_partition: Mapping[str, str] | None = None  # static partition overwrite
     dynamic_overwrite: bool = False  # replace exactly the partitions the source touches
     parallelism: int | None = None  # Spark partitions of the write stage (None: Spark's)
+    # Paimon's write.merge-schema / write.merge-schema.explicit-cast (None: the table's option)
+    merge_schema: bool | None = None
+    merge_schema_explicit_cast: bool | None = None
 
     def __post_init__(self) -> None:
         if self.overwrite_partition and self.dynamic_overwrite:
@@ -137,7 +142,8 @@ def ingest_dataframe(
     """Validate ``df`` against ``table``, write it on the executors, commit once.
     ``stage(name)`` wraps the write and the commit (the jobs log and time them)."""
 
-    def plan(ref: TableRef, static: Static) -> Callable[[object], DataFrame]:
+    def plan(table: FileStoreTable, ref: TableRef, static: Static
+             ) -> Callable[[object], DataFrame]:
         validate_source(df.schema, table)
         if table.options.bucket <= 0:
             return lambda acc: write_plan(table, ref, request.commit_user, static,
@@ -146,7 +152,8 @@ def ingest_dataframe(
         return lambda acc: write_plan(table, ref, request.commit_user, static,
                                       request.parallelism, acc, pieces=pieces)
 
-    return _ingest(spark, table, warehouse, request, catalog_options, stage, plan)
+    return _ingest(spark, table, warehouse, request, catalog_options, stage, plan,
+                   lambda: source_arrow_schema(df.schema))
 
 
 def ingest_parquet(
@@ -164,14 +171,63 @@ def ingest_parquet(
         return ingest_dataframe(spark, spark.read.parquet(path), table, warehouse, request,
                                 catalog_options, stage)
 
-    def plan(ref: TableRef, static: Static) -> Callable[[object], DataFrame]:
-        source = plan_parquet_source(path)
+    sources: list[Any] = []
+
+    def source_schema() -> pa.Schema:
+        if not sources:
+            sources.append(plan_parquet_source(path))
+        schema: pa.Schema = sources[0].schema
+        return schema
+
+    def plan(table: FileStoreTable, ref: TableRef, static: Static
+             ) -> Callable[[object], DataFrame]:
+        source_schema()
+        source = sources[0]
         validate_arrow_source(source.schema, table)
         pieces = split_parquet(spark, source, ref, static)
         return lambda acc: write_plan(table, ref, request.commit_user, static,
                                       request.parallelism, acc, pieces=pieces)
 
-    return _ingest(spark, table, warehouse, request, catalog_options, stage, plan)
+    return _ingest(spark, table, warehouse, request, catalog_options, stage, plan,
+                   source_schema)
+
+
+def evolve_for_source(table: FileStoreTable, source: pa.Schema, warehouse: str,
+                      request: IngestRequest,
+                      catalog_options: Mapping[str, str] | None = None) -> FileStoreTable:
+    """Paimon's ``write.merge-schema`` on the driver, before anything is written.
+
+    Source columns the table lacks are added (nullable) and columns whose source type is
+    wider are widened (``write.merge-schema.explicit-cast``: any cast Paimon allows), with one
+    ALTER (``lakecore.schema.diff.plan_merge_schema``); the table is returned at its new
+    schema. Without ``write.merge-schema`` (the request's flag, else the table's option) a new
+    source column is a ``SchemaError`` naming it, and the table is left as it is."""
+    options = table.options
+    merge = options.write_merge_schema if request.merge_schema is None else request.merge_schema
+    explicit = (options.write_merge_schema_explicit_cast
+                if request.merge_schema_explicit_cast is None
+                else request.merge_schema_explicit_cast)
+    plan = plan_merge_schema(table.schema, source, table=table.identifier,
+                             explicit_cast=explicit)
+    if plan.empty:
+        return table
+    if not merge:
+        if plan.added_columns:
+            raise SchemaError(
+                f"source column(s) {list(plan.added_columns)} are not in table "
+                f"{table.identifier!r}; to add them set write.merge-schema = true (a table "
+                "option, --table-option write.merge-schema=true or --merge-schema)")
+        return table  # a wider source type: the write's conversion decides
+    plan.check()
+    catalog = open_catalog(warehouse, catalog_options)
+    try:
+        new = catalog.alter_table(table.identifier, plan.changes)
+    finally:
+        catalog.close()
+    assert new is not None
+    log.info("write.merge-schema: %s is now schema %d: %s", table.identifier, new.id,
+             "; ".join(plan.describe()))
+    return table.with_schema(new)
 
 
 def _ingest(
@@ -181,7 +237,8 @@ def _ingest(
     request: IngestRequest,
     catalog_options: Mapping[str, str] | None,
     stage: Stage,
-    plan: Callable[[TableRef, Static], Callable[[object], DataFrame]],
+    plan: Callable[[FileStoreTable, TableRef, Static], Callable[[object], DataFrame]],
+    source_schema: Callable[[], pa.Schema],
 ) -> IngestResult:
     base = IngestResult(table.identifier, request.commit_user, request.commit_identifier)
     if already_committed(table, request):
@@ -193,9 +250,10 @@ def _ingest(
         if unknown:
             raise SchemaError(f"--overwrite-partition names non-partition column(s) {unknown}; "
                               f"partition keys are {table.partition_keys}")
+    table = evolve_for_source(table, source_schema(), warehouse, request, catalog_options)
     ref = TableRef.of(table, warehouse, catalog_options)
     static = tuple(sorted((k, str(v)) for k, v in (request.overwrite_partition or {}).items()))
-    make_plan = plan(ref, static or None)  # validates the source: nothing written yet
+    make_plan = plan(table, ref, static or None)  # validates the source: nothing written yet
     with stage("write"):
         messages, rows = run_write_stage(spark, table, ref, request.commit_user, make_plan)
     stats = FileStats.of(messages)

@@ -71,9 +71,11 @@ class TableRef:
 def _load(ref: TableRef) -> FileStoreTable:
     catalog = open_catalog(ref.warehouse, dict(ref.catalog_options))
     table = catalog.get_table(ref.identifier)
+    if ref.dynamic_options:  # time travel switches to the snapshot's schema, as on the driver
+        table = table.copy(dict(ref.dynamic_options))
     if table.schema.id != ref.schema_id:
         raise SchemaError(
             f"table {ref.identifier!r} changed schema during the job "
             f"(driver planned with schema {ref.schema_id}, now {table.schema.id})"
         )
-    return table.copy(dict(ref.dynamic_options)) if ref.dynamic_options else table
+    return table

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from lakecore.commit.file_store_commit import FileStoreCommit
 from lakecore.commit.message import deserialize_messages, serialize_messages
-from lakecore.compact.job import run_bucket_task
+from lakecore.compact.job import run_task
 from lakecore.errors import LakecoreValidationError
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
@@ -145,9 +145,10 @@ def _flush(writer: TableWrite, pending: list[Any]) -> int:
 
 @dataclass(frozen=True)
 class CompactTask:
-    """``mapPartitions`` body over pickled compaction ``BucketTask``s: rewrite each bucket on
-    this executor; yield (serialized CommitMessages, None) per bucket, or (None, error) and
-    stop, after deleting what this task wrote (as ``WriteTask``)."""
+    """``mapPartitions`` body over pickled compaction tasks (``BucketTask``, or a postpone
+    table's ``PostponeTask``): run each on this executor; yield (serialized CommitMessages,
+    None) per task, or (None, error) and stop, after deleting what this task wrote (as
+    ``WriteTask``)."""
 
     ref: TableRef
     full: bool
@@ -158,9 +159,9 @@ class CompactTask:
         done: list[bytes] = []
         try:
             for task in tasks:
-                message = run_bucket_task(table, task, self.full)
-                if message is not None and not message.is_empty():
-                    done.append(serialize_messages([message]))
+                messages = [m for m in run_task(table, task, self.full) if not m.is_empty()]
+                if messages:
+                    done.append(serialize_messages(messages))
         except Exception as e:
             _delete_written(table, done)
             yield None, task_error(e)

@@ -61,15 +61,19 @@ def cast_batch(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(cols, schema=target)
 
 
+def source_arrow_schema(source: StructType) -> pa.Schema:
+    """The Arrow schema of a Spark source (``SchemaError`` for a type Arrow cannot carry)."""
+    try:
+        return to_arrow_schema(source, timezone="UTC")
+    except Exception as e:
+        raise SchemaError(f"source schema has a type Arrow cannot carry: {e}") from e
+
+
 def validate_source(source: StructType, table: FileStoreTable) -> None:
     """Fail on the driver, before any file is written, when the source cannot fit the table:
     missing, extra or duplicate columns, or a type that cannot be cast (each named). Values are
     checked again on the executors (nulls in NOT NULL columns, unparsable strings)."""
-    try:
-        arrow = to_arrow_schema(source, timezone="UTC")
-    except Exception as e:
-        raise SchemaError(f"source schema has a type Arrow cannot carry: {e}") from e
-    validate_arrow_source(arrow, table)
+    validate_arrow_source(source_arrow_schema(source), table)
 
 
 def validate_arrow_source(arrow: pa.Schema, table: FileStoreTable) -> None:

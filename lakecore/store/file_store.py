@@ -17,6 +17,7 @@ from lakecore.schema import TableSchema
 from lakecore.store.file_io import FileIO
 from lakecore.store.manifest_io import ManifestIO, PartitionCodec
 from lakecore.store.paths import PathFactory
+from lakecore.store.schema_manager import SchemaManager
 from lakecore.store.snapshot_manager import SnapshotManager
 
 T = TypeVar("T")
@@ -59,6 +60,9 @@ class FileStore:
         )
         self.partition_codec = PartitionCodec(part_types)
         self.snapshot_manager = SnapshotManager(file_io, self.paths)
+        # schema versions by id, shared by the copies and views of this table
+        self._schemas: dict[int, TableSchema] = {schema.id: schema}
+        self._views: dict[int, Self] = {}  # this table as of other schema versions
 
     # -- facts ---------------------------------------------------------------------------
     @property
@@ -103,10 +107,45 @@ class FileStore:
         return self.lock.run_with_lock(self.database, self.name, fn)
 
     def copy(self, options: dict[str, Any]) -> Self:
-        """The same table with dynamic options (e.g. ``scan.snapshot-id`` for time travel)."""
+        """The same table with dynamic options added (the schema stays; ``FileStoreTable.copy``
+        also switches to a time-travel snapshot's schema)."""
         dyn = {**self.dynamic_options, **{k: str(v) for k, v in options.items()}}
-        return type(self)(self.file_io, self.identifier, self.table_path, self.schema,
-                          self.lock, dyn)
+        table = type(self)(self.file_io, self.identifier, self.table_path, self.schema,
+                           self.lock, dyn)
+        table._schemas = self._schemas
+        return table
+
+    # -- schema versions -----------------------------------------------------------------
+    @property
+    def schema_manager(self) -> SchemaManager:
+        return SchemaManager(self.file_io, self.table_path)
+
+    def schema_of(self, schema_id: int) -> TableSchema:
+        """Schema version ``schema_id`` of this table (data files name theirs); cached."""
+        schema = self._schemas.get(schema_id)
+        if schema is None:
+            schema = self._schemas[schema_id] = self.schema_manager.schema(schema_id)
+        return schema
+
+    def with_schema(self, schema: TableSchema) -> Self:
+        """The same table (and dynamic options) read or written as schema version ``schema``."""
+        if schema.id == self.schema.id:
+            return self
+        table = self._views.get(schema.id)
+        if table is None:
+            table = type(self)(self.file_io, self.identifier, self.table_path, schema,
+                               self.lock, self.dynamic_options)
+            self._schemas.setdefault(schema.id, schema)
+            table._schemas = self._schemas
+            self._views[schema.id] = table
+        return table
+
+    def with_latest_schema(self) -> Self:
+        """This table at its newest schema version (what writers and compaction write)."""
+        latest = self.schema_manager.latest_id()
+        if latest is None or latest == self.schema.id:
+            return self
+        return self.with_schema(self.schema_of(latest))
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.identifier!r}, path={self.table_path!r})"

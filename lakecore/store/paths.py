@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
+import re
 import uuid
 from collections.abc import Sequence
 from typing import Any
 
 from lakecore.errors import PartitionValueError
+from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.partition_string import partition_value_string
 from lakecore.schema.types import DataType
 
@@ -28,6 +31,8 @@ CONSUMER_DIR = "consumer"  # Paimon's streaming consumers
 CONSUMER_PREFIX = "consumer-"
 BRANCH_DIR = "branch"
 BUCKET_PREFIX = "bucket-"
+POSTPONE_BUCKET_DIR = "bucket-postpone"  # bucket -2 of a postpone-bucket table
+DATA_FILE_PREFIX = "data-"
 DEFAULT_PARTITION_NAME = "__DEFAULT_PARTITION__"
 
 # lakecore's own bookkeeping under the table; Paimon's readers ignore it
@@ -36,6 +41,7 @@ COMMIT_USERS_DIR = "commit-users"
 COMMIT_USER_PREFIX = "commit-user-"
 EXPIRED_PARTITIONS_DIR = "expired-partitions"
 PARTITION_EXPIRE_LAST_CHECK = "partition-expire-last-check"
+COMMIT_PROTOCOL_FILE = "commit-protocol"  # lakecore.store.commit_protocol
 
 # Java PartitionPathUtils escapes these (plus control characters) as %XX.
 _ESCAPE = set("\"#%'*/:=?\\{}[]^")
@@ -77,6 +83,7 @@ class PathFactory:
         self.default_partition_name = default_partition_name
         self.file_format = file_format
         self.legacy_partition_name = legacy_partition_name
+        self.data_file_prefix = DATA_FILE_PREFIX
         self._uuid = uuid.uuid4()
         self._counter = itertools.count()
 
@@ -160,6 +167,11 @@ class PathFactory:
     def partition_expire_last_check(self) -> str:
         return f"{self.state_dir}/{PARTITION_EXPIRE_LAST_CHECK}"
 
+    @property
+    def commit_protocol_path(self) -> str:
+        """The table's commit protocol (object stores): ``lock`` or ``conditional-put``."""
+        return f"{self.state_dir}/{COMMIT_PROTOCOL_FILE}"
+
     # -- data ----------------------------------------------------------------------------
     def partition_path(self, values: Sequence[Any]) -> str:
         """``k1=v1/k2=v2`` for a partition (empty for an unpartitioned table)."""
@@ -176,10 +188,23 @@ class PathFactory:
     def bucket_path(self, partition: Sequence[Any], bucket: int) -> str:
         rel = self.partition_path(partition)
         base = f"{self.table_path}/{rel}" if rel else self.table_path
+        if bucket == POSTPONE_BUCKET:
+            return f"{base}/{POSTPONE_BUCKET_DIR}"
         return f"{base}/{BUCKET_PREFIX}{bucket}"
 
-    def new_data_file_name(self, prefix: str = "data-") -> str:
+    def new_data_file_name(self, prefix: str | None = None) -> str:
+        prefix = self.data_file_prefix if prefix is None else prefix
         return f"{prefix}{self._uuid}-{next(self._counter)}.{self.file_format}"
+
+    def for_postpone_writer(self, commit_user: str, write_id: int) -> PathFactory:
+        """These paths for one writer of a postpone bucket: its data files are named
+        ``data--u-<user>-s-<write id>-w-<uuid>-<n>`` as Paimon's postpone writers name theirs
+        (Java's compaction reads the write id back from ``-s-<id>-``). Characters of the
+        commit user other than letters and digits become ``_``, so the name parses."""
+        user = re.sub(r"[^A-Za-z0-9]", "_", commit_user)
+        other = copy.copy(self)
+        other.data_file_prefix = f"{DATA_FILE_PREFIX}-u-{user}-s-{int(write_id)}-w-"
+        return other
 
     def new_changelog_file_name(self) -> str:
         return self.new_data_file_name("changelog-")

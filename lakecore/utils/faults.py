@@ -2,9 +2,10 @@
 
 ``maybe_crash(step)`` is called at the step boundaries of every operation that writes or deletes
 table files: data-file writing, compaction, commit (APPEND, COMPACT, OVERWRITE), partition
-expiry, snapshot expiry, orphan removal, tags and rollback. It does nothing unless
-``LAKECORE_FAULT_CRASH_AT`` names that step; then the process SIGKILLs itself: no ``finally``,
-no ``atexit``, no buffered write flushed, exactly like a killed Spark driver or executor.
+expiry, snapshot expiry, orphan removal, tags, rollback and schema changes. It does nothing
+unless ``LAKECORE_FAULT_CRASH_AT`` names that step; then the process SIGKILLs itself: no
+``finally``, no ``atexit``, no buffered write flushed, exactly like a killed Spark driver or
+executor.
 ``step@N`` crashes the N-th time the step is reached (1-based) in this process.
 
 Every member of ``CrashStep`` is exercised by ``tests/faults/test_crash_matrix.py`` (a test
@@ -61,6 +62,10 @@ class CrashStep(Enum):
     TAG_AFTER_CREATE = "tag-after-create"  # tag file published, caller not told
     TAG_DELETE_AFTER_TAG_FILE = "tag-delete-after-tag-file"  # tag gone, its files not yet
     TAG_DELETE_MID_FILES = "tag-delete-mid-files"
+
+    # -- schema evolution (SchemaManager.commit_changes: ALTER TABLE) ------------------------
+    ALTER_BEFORE_SCHEMA = "alter-before-schema"  # next schema validated, nothing written
+    ALTER_AFTER_SCHEMA = "alter-after-schema"  # schema-N written, the caller not told
 
     # -- rollback ----------------------------------------------------------------------------
     ROLLBACK_AFTER_LATEST_HINT = "rollback-after-latest-hint"  # under the lock, nothing deleted

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.errors import SchemaError
+from lakecore.errors import NullKeyError, SchemaError
 from lakecore.format.kv import ROW_KINDS
 from lakecore.schema.types import RowType, to_arrow
 
@@ -35,8 +35,9 @@ def conform(data: pa.Table, row_type: RowType, primary_keys: list[str]) -> pa.Ta
                     f"column {f.name!r}: cannot cast {col.type} to the table's type {f.type} ({e})"
                 ) from e
         if not f.type.nullable and col.null_count:
-            what = "primary key column" if f.name in primary_keys else "NOT NULL column"
-            raise SchemaError(f"{what} {f.name!r} has {col.null_count} null value(s)")
+            if f.name in primary_keys:
+                raise NullKeyError(f.name, col.null_count)
+            raise SchemaError(f"NOT NULL column {f.name!r} has {col.null_count} null value(s)")
         cols.append(col)
     schema = pa.schema(
         [pa.field(f.name, to_arrow(f.type), f.type.nullable) for f in row_type.fields]

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakecore.errors import SchemaError
-from lakecore.format.bucket import bucket_ids
+from lakecore.format.bucket import POSTPONE_BUCKET, bucket_ids
 from lakecore.store.file_store import FileStore
 from lakecore.utils.arrow import group_by_columns
 from lakecore.write.conform import conform, row_kinds
@@ -58,6 +58,8 @@ def route(table: FileStore, data: pa.Table,
         keys = list(schema.bucket_keys)
         types = [schema.row_type.field(k).type for k in keys]
         ids = bucket_ids([rows.column(k) for k in keys], types, bucket_count)
+    elif bucket_count == POSTPONE_BUCKET:  # the dedicated compaction assigns real buckets
+        ids = np.full(rows.num_rows, POSTPONE_BUCKET, dtype=np.int32)
     else:
         ids = np.zeros(rows.num_rows, dtype=np.int32)
     routed = rows if kinds is None else rows.append_column(KIND_COLUMN, kinds)

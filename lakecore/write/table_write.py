@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import secrets
 from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
@@ -11,11 +12,13 @@ import pyarrow as pa
 
 from lakecore.commit.message import CommitMessage
 from lakecore.compact.inline import InlineCompactor
+from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
+from lakecore.store.paths import PathFactory
 from lakecore.write.append_writer import AppendOnlyWriter
 from lakecore.write.merge_tree_writer import MergeTreeWriter
 from lakecore.write.routing import Slice, route
@@ -40,6 +43,7 @@ class TableWrite:
         self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
         self._static_partition: dict[str, Any] | None = None
         self._ignore_previous = False
+        self._postpone_paths: PathFactory | None = None
 
     def with_static_partition(self, spec: dict[str, Any] | None) -> None:
         self._static_partition = dict(spec) if spec else None
@@ -89,6 +93,9 @@ class TableWrite:
         w = self._writers.get(key)
         if w is not None:
             return w
+        if bucket == POSTPONE_BUCKET:
+            w = self._writers[key] = self._postpone_writer(partition)
+            return w
         pbytes = self.table.partition_codec.encode(partition)
         restored = [] if self._ignore_previous else self._restore().get((pbytes, bucket), [])
         next_seq = max((f.max_sequence_number for f in restored), default=-1) + 1
@@ -114,6 +121,24 @@ class TableWrite:
             )
         self._writers[key] = w
         return w
+
+    def _postpone_writer(self, partition: tuple) -> MergeTreeWriter:
+        """The writer of a postpone bucket (Paimon's PostponeBucketWriter): new files only,
+        sequence numbers from 0 (nothing is restored or merged across files: the dedicated
+        compaction replays the files in creation order), no compaction, and Paimon's file
+        names (``data--u-<user>-s-<write id>-w-...``). Its files are Parquet, which Paimon's
+        readers take as well as the Avro its own postpone writers default to."""
+        assert self._merge_spec is not None  # postpone buckets need a primary key
+        if self._postpone_paths is None:
+            self._postpone_paths = self.table.paths.for_postpone_writer(
+                self.commit_user, secrets.randbelow(2**31 - 1))
+        return MergeTreeWriter(
+            self.table.file_io, self._postpone_paths, partition, POSTPONE_BUCKET,
+            POSTPONE_BUCKET, self._file_spec, self._merge_spec,
+            key_names=list(self.schema.trimmed_primary_keys), next_sequence=0,
+            spillable=self.options.write_buffer_spillable, changelog_input=False,
+            compactor=None,
+        )
 
     def _control_memory(self) -> None:
         budget = self.options.write_buffer_size

@@ -131,6 +131,9 @@ class LakeConfig:
     maintenance: MaintenanceDefaults
     spark: SparkDefaults
     lock_conn_id: str = "lakecore_lock"
+    # lakecore catalog options for the warehouse (Paimon's s3.* keys, commit.protocol): they
+    # may hold credentials, so they reach Spark in the driver's environment, never in argv
+    catalog_options: Mapping[str, str] = field(default_factory=dict)
     retries: int = 2
     retry_delay_minutes: float = 2.0
     backfill_max_days: int = 31
@@ -138,6 +141,13 @@ class LakeConfig:
     @property
     def table_names(self) -> list[str]:
         return [t.name for t in self.tables]
+
+    @property
+    def conditional_put(self) -> bool:
+        """Whether commits use conditional writes (``commit.protocol: conditional-put``):
+        then no job takes the catalog lock."""
+        return self.catalog_options.get("commit.protocol", "").strip().lower() == (
+            "conditional-put")
 
     def table(self, name: str) -> TableSpec:
         for t in self.tables:
@@ -258,6 +268,17 @@ def _table(obj: Any, i: int) -> TableSpec:
                      date_partition, options, source)
 
 
+def _catalog_options(obj: Any) -> dict[str, str]:
+    """The tables file's ``catalog_options``: the warehouse is ``warehouse:`` and the lock is
+    an Airflow connection (``airflow.lock_conn_id``), so neither may be set here."""
+    options = _strings(obj, "catalog_options")
+    for key in options:
+        if key == "warehouse" or key.startswith(("lock.", "lock-")):
+            raise LakeConfigError(f"catalog_options.{key}: set the warehouse under "
+                                  "'warehouse:' and the lock with airflow.lock_conn_id")
+    return options
+
+
 def parse_config(data: Any, path: str = "<memory>",
                  env: Mapping[str, str] | None = None) -> LakeConfig:
     root = _mapping(_expand(data, env), "the tables file")
@@ -278,6 +299,7 @@ def parse_config(data: Any, path: str = "<memory>",
     spark = _mapping(root.get("spark"), "spark")
     airflow = _mapping(root.get("airflow"), "airflow")
     return LakeConfig(
+        catalog_options=_catalog_options(root.get("catalog_options")),
         path=path,
         warehouse=warehouse.strip(),
         tables=tables,

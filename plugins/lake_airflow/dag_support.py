@@ -14,7 +14,7 @@ from lake_airflow.config import LakeConfig
 from lake_airflow.submit import DURATION_PATTERN, PARTITION_PATTERN
 
 __all__ = ["DURATION_PATTERN", "PARTITION_PATTERN", "START_DATE", "TAG", "dag_args",
-           "default_args", "tables_doc", "tables_param"]
+           "default_args", "merge_schema_param", "tables_doc", "tables_param"]
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 TAG = "lakecore"
 
@@ -45,6 +45,19 @@ def tables_param(cfg: LakeConfig, what: str) -> Param:
         title="Tables",
         description=f"Tables to {what}; empty means every declared table "
                     f"({', '.join(names)}).",
+    )
+
+
+def merge_schema_param() -> Param:
+    """Paimon's ``write.merge-schema`` for one run: off unless asked."""
+    return Param(
+        False,
+        type="boolean",
+        title="Merge schema",
+        description="Add the source's new columns (and widen types) to the table with one "
+                    "ALTER before writing (Paimon's write.merge-schema). Off: a new source "
+                    "column fails the ingest, naming it. Then declare the new columns in the "
+                    "tables file.",
     )
 
 

@@ -5,7 +5,9 @@ the end-to-end tests): ``dag.test()`` for ordinary runs, and Airflow's own Backf
     python -m lake_airflow.localrun '{"dag": "lakecore_ingest", "date": "2026-11-01"}' ...
 
 Each argument is one run: ``dag``, optional ``date`` (logical date, YYYY-MM-DD), ``conf``
-(the run's Params) and ``backfill: true`` (make the run through a Backfill of that date). The
+(the run's Params), ``backfill: true`` (make the run through a Backfill of that date) and
+``mark_success`` (a regex of task ids marked successful instead of run: Airflow's
+``dag.test(mark_success_pattern=...)``, e.g. to run only a DAG's ``prepare``). The
 runs execute in order; each prints one line ``LAKE-RUN {json}`` with the run's state, its task
 instances and their return values. Exit status 1 if a run did not succeed. Airflow must be
 configured by the environment (AIRFLOW_HOME, the metadata DB, the dags/plugins folders).
@@ -184,7 +186,8 @@ def run(spec: dict[str, Any], dags: dict[str, Any]) -> dict[str, Any]:
     # run_after pinned (a day after the logical date, as the scheduler would): the same
     # date gives the same run id, so a repeated run is a rerun of the same DAG run.
     run_after = (day + timedelta(days=1)) if day else datetime.now(UTC)
-    dr = dag.test(logical_date=day, run_after=run_after, run_conf=conf)
+    dr = dag.test(logical_date=day, run_after=run_after, run_conf=conf,
+                  mark_success_pattern=spec.get("mark_success"))
     return describe_run(dag.dag_id, dr.run_id)
 
 

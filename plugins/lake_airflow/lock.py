@@ -130,6 +130,23 @@ def resolve_lock(conn_id: str = "lakecore_lock") -> LockTarget:
     return target
 
 
+_SECRET_WORDS = ("key", "secret", "token", "password")
+
+
+def is_secret_option(key: str) -> bool:
+    """Catalog options whose values are credentials (lakecore's ``s3.access-key``,
+    ``s3.secret-key``, ``s3.session-token`` and pypaimon's spellings of them): masked in logs,
+    never shown by the Lake tables page."""
+    return any(w in key.lower() for w in _SECRET_WORDS)
+
+
+def mask_catalog_options(options: dict[str, str]) -> None:
+    """Register the secret values of the tables file's catalog options with the masker."""
+    for key, value in options.items():
+        if is_secret_option(key):
+            _mask(value)
+
+
 def _mask(secret: str | None) -> None:
     if not secret:
         return

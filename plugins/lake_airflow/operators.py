@@ -24,7 +24,8 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.sdk.exceptions import AirflowSkipException
 
 from lake_airflow.config import CompactionStrategy, LakeConfig, TableSpec, load_config
-from lake_airflow.lock import LOCK_URI_ENV, resolve_lock
+from lake_airflow.lock import LOCK_URI_ENV, mask_catalog_options, resolve_lock
+from lake_airflow.spark_launch import CATALOG_OPTIONS_ENV
 from lake_airflow.submit import (
     LAUNCHER,
     MaintenanceStep,
@@ -40,7 +41,7 @@ SUMMARY_PREFIX = '{"job"'
 
 
 @contextmanager
-def _secret_in_environment(name: str, value: str) -> Iterator[None]:
+def _secret_in_environment(name: str, value: str | None) -> Iterator[None]:
     """``name=value`` in this process's environment while spark-submit starts from it.
 
     spark-submit inherits it, and in client mode so does the Spark driver (the only process
@@ -48,7 +49,10 @@ def _secret_in_environment(name: str, value: str) -> Iterator[None]:
     rendered fields, the command line it logs) contains it; the provider's ``env_vars`` would
     put it on the command line as ``--conf`` on YARN and Kubernetes."""
     previous = os.environ.get(name)
-    os.environ[name] = value
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
     try:
         yield
     finally:
@@ -143,11 +147,20 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
         self.check_skip(context, cfg)
         if not self._applied:
             self._apply_spec(context)
-        lock = resolve_lock(self.lock_conn_id)
-        self.log.info("lakecore job for %s; catalog lock in the %s", self.table, lock.describe())
+        mask_catalog_options(dict(cfg.catalog_options))
+        if cfg.conditional_put:
+            lock_url = None
+            self.log.info("lakecore job for %s; commits with conditional writes, no catalog "
+                          "lock", self.table)
+        else:
+            lock = resolve_lock(self.lock_conn_id)
+            lock_url = lock.url
+            self.log.info("lakecore job for %s; catalog lock in the %s", self.table,
+                          lock.describe())
         timer = self._arm_budget()
         try:
-            with _secret_in_environment(LOCK_URI_ENV, lock.url):
+            with _secret_in_environment(LOCK_URI_ENV, lock_url), _secret_in_environment(
+                    CATALOG_OPTIONS_ENV, json.dumps(dict(cfg.catalog_options))):
                 super().execute(context)
         except Exception:
             if self._over_budget:
@@ -203,7 +216,9 @@ class LakeIngestOperator(LakeSparkSubmitOperator):
 
     ``partition_date`` (YYYY-MM-DD, templated/mappable) is the backfill DAG's explicit date;
     without it the run's logical date is used, and a run of type *backfill* (Airflow's
-    built-in Backfill) atomically overwrites exactly that partition.
+    built-in Backfill) atomically overwrites exactly that partition. The run's
+    ``merge_schema`` Param (default off) passes ``--merge-schema``: new source columns are
+    added to the table before the write instead of failing it.
     """
 
     template_fields = (*LakeSparkSubmitOperator.template_fields, "partition_date")
@@ -222,7 +237,8 @@ class LakeIngestOperator(LakeSparkSubmitOperator):
         if overwrite and not table.date_partition:
             # no partition to replace: the sequence.field makes a replayed batch harmless
             overwrite = False
-        return ingest_spec(cfg, table, run, day, overwrite=overwrite)
+        merge_schema = bool((context.get("params") or {}).get("merge_schema", False))
+        return ingest_spec(cfg, table, run, day, overwrite=overwrite, merge_schema=merge_schema)
 
     def report(self, summary: Mapping[str, Any]) -> None:
         if summary.get("skipped"):

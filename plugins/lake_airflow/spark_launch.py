@@ -3,21 +3,25 @@
     spark-submit ... spark_launch.py <ingest|compact|maintain> --warehouse W --table db.t ...
 
 It runs ``lakecore.spark.jobs.<job>.main`` with the given arguments, adding the catalog lock's
-database URL from ``$LAKECORE_LOCK_URI`` as ``--catalog-option lock.uri=...``. The URL can hold
-a password, so it travels in the environment of the Spark driver, never in the spark-submit
-command line (which ``ps``, the Spark UI and the Airflow task log show). Only the driver
-commits, so only the driver needs it. Standard library only until the job is imported.
+database URL from ``$LAKECORE_LOCK_URI`` as ``--catalog-option lock.uri=...`` and the tables
+file's ``catalog_options`` (``$LAKECORE_CATALOG_OPTIONS``, a JSON object: S3 endpoint and
+credentials, commit protocol) as ``--catalog-option`` pairs. Both can hold secrets, so they
+travel in the environment of the Spark driver, never in the spark-submit command line (which
+``ps``, the Spark UI and the Airflow task log show). The driver hands the S3 options to its
+executors inside the tasks. Standard library only until the job is imported.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 from collections.abc import MutableMapping, Sequence
 
 JOBS = ("ingest", "compact", "maintain")
 LOCK_URI_ENV = "LAKECORE_LOCK_URI"
+CATALOG_OPTIONS_ENV = "LAKECORE_CATALOG_OPTIONS"
 
 
 def job_argv(argv: Sequence[str], environ: MutableMapping[str, str]) -> tuple[str, list[str]]:
@@ -27,6 +31,9 @@ def job_argv(argv: Sequence[str], environ: MutableMapping[str, str]) -> tuple[st
     uri = environ.pop(LOCK_URI_ENV, None)
     if uri:
         args += ["--catalog-option", f"lock.uri={uri}"]
+    options = json.loads(environ.pop(CATALOG_OPTIONS_ENV, None) or "{}")
+    for key, value in options.items():
+        args += ["--catalog-option", f"{key}={value}"]
     return argv[0], args
 
 

@@ -153,15 +153,19 @@ def _base(cfg: LakeConfig, job: Job, table: TableSpec, args: Sequence[str],
     conf = {"spark.ui.showConsoleProgress": "false", **dict(cfg.spark.conf),
             **machine_spark_conf(),
             "spark.pyspark.python": python, "spark.pyspark.driver.python": python}
-    head = (job.value, "--warehouse", cfg.warehouse, "--table", table.name,
-            "--catalog-option", "lock.enabled=true")
+    # the lock's URL and cfg.catalog_options reach the driver through its environment
+    # (operators.py, spark_launch.py); conditional writes need no lock at all
+    lock = () if cfg.conditional_put else ("--catalog-option", "lock.enabled=true")
+    head = (job.value, "--warehouse", cfg.warehouse, "--table", table.name, *lock)
     return SparkSubmitSpec(str(LAUNCHER), f"lakecore-{job.value}-{table.name}",
                            (*head, *args), conf, py_files)
 
 
 def ingest_spec(cfg: LakeConfig, table: TableSpec, run: RunInfo, day: date, *,
-                overwrite: bool, py_files: str | None = None) -> SparkSubmitSpec:
-    """Write-only ingest of ``day``'s source; ``overwrite`` replaces exactly that partition."""
+                overwrite: bool, merge_schema: bool = False,
+                py_files: str | None = None) -> SparkSubmitSpec:
+    """Write-only ingest of ``day``'s source; ``overwrite`` replaces exactly that partition;
+    ``merge_schema`` adds the source's new columns first (``--merge-schema``)."""
     args = ["--source", table.source.path_for(day), "--source-format",
             table.source.format.value, "--commit-identifier", str(commit_identifier(day)),
             "--commit-user", run.commit_user(overwrite), "--table-option", "write-only=true"]
@@ -173,6 +177,8 @@ def ingest_spec(cfg: LakeConfig, table: TableSpec, run: RunInfo, day: date, *,
             raise ValueError(f"{table.name} has no date_partition to overwrite")
         for k, v in spec.items():
             args += ["--overwrite-partition", f"{k}={v}"]
+    if merge_schema:
+        args.append("--merge-schema")
     return _base(cfg, Job.INGEST, table, args, py_files)
 
 

@@ -16,22 +16,25 @@ from lake_airflow.lock import LockTarget
 if TYPE_CHECKING:
     from lakecore.catalog import FileSystemCatalog
     from lakecore.schema import Schema
+    from lakecore.schema.diff import SchemaUpdatePlan
     from lakecore.table import FileStoreTable
 
 log = logging.getLogger(__name__)
 
 
 class TableMismatchError(ValueError):
-    """The table on disk does not have the columns the config declares."""
+    """The tables file declares a table that its current schema cannot become by an ALTER
+    (a dropped or renamed column, a narrowed type, another key, another bucket count...):
+    the message names the table and each column or option; nothing was changed."""
 
 
 def open_catalog(cfg: LakeConfig, lock: LockTarget | None = None) -> FileSystemCatalog:
     from lakecore import CatalogFactory
 
-    options = {"warehouse": cfg.warehouse}
-    if lock is not None:
+    options = {**cfg.catalog_options, "warehouse": cfg.warehouse}
+    if lock is not None and not cfg.conditional_put:
         options.update(lock.catalog_options())
-    else:
+    elif not cfg.conditional_put:
         options["lock.enabled"] = "false"  # read-only use: no commit, no lock
     return CatalogFactory.create(options)
 
@@ -54,14 +57,20 @@ def schema_for(spec: TableSpec) -> Schema:
                                       comment=spec.description or None)
 
 
-def _columns(fields: Sequence[Any]) -> list[tuple[str, str]]:
-    return [(f.name, str(f.type.copy(nullable=True))) for f in fields]
+def plan_table_update(table: FileStoreTable, spec: TableSpec) -> SchemaUpdatePlan:
+    """What ALTER brings ``table`` to its declaration (a value; ``lakecore.schema.diff``)."""
+    from lakecore.schema.diff import plan_declared_update
+
+    return plan_declared_update(table.schema, schema_for(spec), table=spec.name,
+                                has_snapshots=table.snapshot_manager.latest_id() is not None)
 
 
 def ensure_table(catalog: FileSystemCatalog, spec: TableSpec) -> str:
-    """Create the table if it is missing; "created" or "exists". A table whose columns
-    differ from the declaration is an error (lakecore has no schema evolution here)."""
-    from lakecore.errors import TableNotExistError
+    """Make the table what the tables file declares: "created" if it was missing, "altered"
+    if a compatible change of the declaration (new columns, widened types, comments, options)
+    was applied with one ALTER, "exists" if it already matched. An incompatible change raises
+    ``TableMismatchError`` naming the table and the columns/options, and changes nothing."""
+    from lakecore.errors import IncompatibleSchemaError, TableNotExistError
 
     catalog.create_database(spec.database, ignore_if_exists=True)
     try:
@@ -70,12 +79,40 @@ def ensure_table(catalog: FileSystemCatalog, spec: TableSpec) -> str:
         catalog.create_table(spec.name, schema_for(spec), ignore_if_exists=True)
         log.info("created table %s", spec.name)
         return "created"
-    want = _columns(schema_for(spec).fields)
-    have = _columns(table.schema.fields)
-    if want != have:
-        raise TableMismatchError(f"{spec.name}: the table has columns {have} but the tables "
-                                 f"file declares {want}")
-    return "exists"
+    plan = plan_table_update(table, spec)
+    try:
+        plan.check()
+    except IncompatibleSchemaError as e:
+        raise TableMismatchError(f"{e} (the tables file declares it differently; "
+                                 "fix the declaration or change the table with `lakecore alter`)"
+                                 ) from None
+    for name in plan.kept_options:
+        log.info("%s: option %r is set on the table but not declared: left as it is",
+                 spec.name, name)
+    if not plan.changes:
+        return "exists"
+    catalog.alter_table(spec.name, plan.changes)
+    log.info("altered table %s to its declaration: %s", spec.name, "; ".join(plan.describe()))
+    return "altered"
+
+
+def ensure_tables(catalog: FileSystemCatalog, specs: Sequence[TableSpec]) -> dict[str, str]:
+    """``ensure_table`` for several tables, all checked first: one incompatible declaration
+    (``TableMismatchError`` naming each) leaves every table as it was."""
+    problems = []
+    for spec in specs:
+        table = get_table(catalog, spec.name)
+        if table is None:
+            continue
+        plan = plan_table_update(table, spec)
+        if not plan.compatible:
+            problems.append(f"table {spec.name!r}: " + "; ".join(map(str, plan.refusals)))
+    if problems:
+        raise TableMismatchError(
+            "the tables file declares a change that cannot be made by ALTER, nothing was "
+            "changed: " + " | ".join(problems) + " (fix the declaration, or change the table "
+            "with `lakecore alter` first)")
+    return {spec.name: ensure_table(catalog, spec) for spec in specs}
 
 
 def get_table(catalog: FileSystemCatalog, name: str) -> FileStoreTable | None:

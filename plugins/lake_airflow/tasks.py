@@ -20,7 +20,13 @@ from lake_airflow.config import CompactionStrategy, LakeConfig, load_config
 from lake_airflow.lock import LOCK_TABLE, ensure_lock_table, resolve_lock
 from lake_airflow.operators import budget_deadline, selected_tables, skip
 from lake_airflow.submit import parse_partition
-from lake_airflow.tables import compaction_preview, ensure_table, get_table, open_catalog
+from lake_airflow.tables import (
+    TableMismatchError,
+    compaction_preview,
+    ensure_tables,
+    get_table,
+    open_catalog,
+)
 from lake_airflow.tables import tag_latest as _tag_latest
 
 log = logging.getLogger(__name__)
@@ -34,19 +40,26 @@ def _tables_of_run(params: Any, cfg: LakeConfig) -> list[str]:
 
 @task(task_id="prepare")
 def prepare_lake(create_tables: bool = True) -> dict[str, Any]:
-    """Create the catalog lock table in the lock database, and the run's tables if missing."""
+    """Create the catalog lock table in the lock database, and the run's tables if missing;
+    an existing table whose declaration changed compatibly is altered to it (one ALTER), an
+    incompatible change fails the task (no retry) naming the table and the column/option."""
     ctx = get_current_context()
     started = datetime.now(UTC).isoformat()
     cfg = load_config()
-    lock = resolve_lock(cfg.lock_conn_id)
-    ensure_lock_table(lock)
-    out: dict[str, Any] = {"lock": lock.describe(), "lock_table": LOCK_TABLE, "tables": {},
-                           "started_at": started}
+    lock = None if cfg.conditional_put else resolve_lock(cfg.lock_conn_id)
+    if lock is not None:
+        ensure_lock_table(lock)
+    out: dict[str, Any] = {
+        "lock": lock.describe() if lock else "none: commits use conditional writes",
+        "lock_table": LOCK_TABLE if lock else None, "tables": {}, "started_at": started}
     if create_tables:
         catalog = open_catalog(cfg, lock)
         try:
-            for name in _tables_of_run(ctx["params"], cfg):
-                out["tables"][name] = ensure_table(catalog, cfg.table(name))
+            specs = [cfg.table(name) for name in _tables_of_run(ctx["params"], cfg)]
+            try:
+                out["tables"] = ensure_tables(catalog, specs)
+            except TableMismatchError as e:  # the tables file must change: no retry
+                raise AirflowFailException(str(e)) from None
         finally:
             catalog.close()
     log.info("prepared: %s", out)

@@ -109,6 +109,8 @@ def test_params_are_typed_titled_described_and_valid(report: dict[str, Any]) -> 
     assert c["strategy"]["schema"]["enum"] == ["universal", "full"]
     assert c["parallelism"]["schema"]["minimum"] == 1
     assert c["tables"]["schema"]["items"]["enum"] == ["shop.orders", "shop.customers"]
+    m = report["dags"]["lakecore_ingest"]["params"]["merge_schema"]
+    assert m["schema"]["type"] == "boolean" and m["has_default"]  # default off
 
 
 def test_generated_from_the_tables_file(report: dict[str, Any]) -> None:

@@ -74,7 +74,10 @@ def args_of(op: Any) -> list[str]:
 def test_a_backfill_run_overwrites_exactly_its_partition() -> None:
     op = LakeIngestOperator(task_id="ingest_shop__orders", table="shop.orders")
     op._apply_spec(context("ingest_shop__orders"))
-    assert "--overwrite-partition" not in args_of(op)
+    assert "--overwrite-partition" not in args_of(op) and "--merge-schema" not in args_of(op)
+    op = LakeIngestOperator(task_id="ingest_shop__orders", table="shop.orders")
+    op._apply_spec(context("ingest_shop__orders", params={"merge_schema": True}))
+    assert args_of(op)[-1] == "--merge-schema"  # the run's merge_schema Param
     op = LakeIngestOperator(task_id="ingest_shop__orders", table="shop.orders")
     op._apply_spec(context("ingest_shop__orders", "backfill", clear_number=1,
                            run_id="scheduled__2026-11-01T00:00:00+00:00"))

@@ -73,7 +73,12 @@ def test_ingest_spec_write_only_and_overwrite() -> None:
     assert pairs(a, "--commit-user") == [run().commit_user()]
     assert pairs(a, "--table-option") == ["write-only=true"]
     assert pairs(a, "--catalog-option") == ["lock.enabled=true"]
-    assert "--overwrite-partition" not in a
+    assert "--overwrite-partition" not in a and "--merge-schema" not in a
+    merged = ingest_spec(CFG, ORDERS, run(), date(2026, 11, 1), overwrite=False,
+                         merge_schema=True)
+    flags = list(merged.application_args)
+    flags.remove("--merge-schema")
+    assert flags == list(a)
     assert spec.py_files == "z.zip" and spec.name == "lakecore-ingest-shop.orders"
     assert spec.conf["spark.pyspark.python"] and spec.conf["spark.sql.shuffle.partitions"] == "4"
     over = ingest_spec(CFG, ORDERS, run(), date(2026, 11, 1), overwrite=True)

@@ -14,14 +14,15 @@ Commands (each prints one JSON result on stdout; on error: traceback on stderr, 
               [--filter '[["dt", "equal", "a"], ...]']
     plan      --warehouse W --table db.t [--snapshot-id N]
     snapshots --warehouse W --table db.t
+    (alter: script steps only, ``{"op": "alter", "changes": [Paimon's JSON schema changes]}``)
     script    --steps steps.json   (a JSON list of steps run in one process; ``-`` reads stdin)
 
 A step is ``{"op": "create" | "write" | "read" | "plan" | "snapshots", "warehouse": ...,
 "table": ...}`` plus the command's options in snake_case (``schema_ipc``, ``partition_keys``,
 ``primary_keys``, ``options`` (object), ``data`` (list of paths), ``overwrite`` (object or null),
-``overwrite_all``, ``dynamic_overwrite``, ``out``, ``snapshot_id``, ``projection`` (list),
-``filter``). ``script`` prints the list of step results; one process start costs ~1.4 s, so
-tests batch their steps.
+``overwrite_all``, ``dynamic_overwrite``, ``postpone_fixed_bucket``, ``out``, ``snapshot_id``,
+``projection`` (list), ``filter``). ``script`` prints the list of step results; one process
+start costs ~1.4 s, so tests batch their steps.
 """
 
 from __future__ import annotations
@@ -113,6 +114,10 @@ def run_write(step: Step) -> dict[str, Any]:
     replaces only the partitions present in the data (so "overwrite all" keeps the others, and
     an empty overwrite is a no-op). The driver makes ``overwrite``/``overwrite_all`` mean what
     they say (static overwrite) unless the step asks for ``dynamic_overwrite``.
+
+    On a postpone-bucket table (``bucket = -2``) pypaimon's batch writes land in the postpone
+    bucket (Avro files); ``postpone_fixed_bucket`` uses its other writer, which puts the rows
+    straight into real buckets (``new_postpone_fixed_bucket_write_builder``).
     """
     table = _table({**step, "snapshot_id": None})
     overwrite = step.get("overwrite")
@@ -125,7 +130,8 @@ def run_write(step: Step) -> dict[str, Any]:
         table = table.copy({"dynamic-partition-overwrite": "false"})
     snapshot_ids: list[int | None] = []
     for path in step["data"]:
-        builder = table.new_batch_write_builder()
+        builder = (table.new_postpone_fixed_bucket_write_builder()
+                   if step.get("postpone_fixed_bucket") else table.new_batch_write_builder())
         if static_partition is not None:
             builder.overwrite(static_partition)
         write = builder.new_write()
@@ -216,7 +222,59 @@ def run_snapshots(step: Step) -> list[dict[str, Any]]:
     ]
 
 
+def _schema_change(obj: dict[str, Any]) -> Any:
+    """A pypaimon ``SchemaChange`` from Paimon's JSON form (what lakecore's ``to_json`` gives)."""
+    from pypaimon.schema.data_types import DataTypeParser
+    from pypaimon.schema.schema_change import Move, MoveType, SchemaChange
+
+    def move(m: dict[str, Any] | None) -> Any:
+        if not m:
+            return None
+        return Move(m["fieldName"], m.get("referenceFieldName"), MoveType(m["type"]))
+
+    action = obj["action"]
+    names = obj.get("fieldNames")
+    if action == "setOption":
+        return SchemaChange.set_option(obj["key"], obj["value"])
+    if action == "removeOption":
+        return SchemaChange.remove_option(obj["key"])
+    if action == "updateComment":
+        return SchemaChange.update_comment(obj.get("comment"))
+    if action == "addColumn":
+        return SchemaChange.add_column(names, DataTypeParser.parse_data_type(obj["dataType"]),
+                                       obj.get("comment"), move(obj.get("move")))
+    if action == "renameColumn":
+        return SchemaChange.rename_column(names, obj["newName"])
+    if action == "dropColumn":
+        return SchemaChange.drop_column(names)
+    if action == "updateColumnType":
+        return SchemaChange.update_column_type(
+            names, DataTypeParser.parse_data_type(obj["newDataType"]),
+            bool(obj.get("keepNullability", False)))
+    if action == "updateColumnNullability":
+        return SchemaChange.update_column_nullability(names, bool(obj["newNullability"]))
+    if action == "updateColumnComment":
+        return SchemaChange.update_column_comment(names, obj.get("newComment"))
+    if action == "updateColumnPosition":
+        return SchemaChange.update_column_position(move(obj["move"]))
+    raise ValueError(f"unknown schema change action {action!r}")
+
+
+def run_alter(step: Step) -> dict[str, Any]:
+    """``catalog.alter_table`` with ``changes``: a list of Paimon's JSON schema changes. With
+    ``expect_error`` a refused change is the result (``{"error": ...}``), not a failure."""
+    changes = [_schema_change(c) for c in step["changes"]]
+    try:
+        _catalog(step["warehouse"]).alter_table(step["table"], changes)
+    except Exception as error:
+        if not step.get("expect_error"):
+            raise
+        return {"table": step["table"], "error": repr(error)}
+    return {"table": step["table"], "error": None}
+
+
 OPERATIONS = {
+    "alter": run_alter,
     "create": run_create,
     "write": run_write,
     "read": run_read,

@@ -131,7 +131,8 @@ def paimon_script(
 ) -> list[Any]:
     """Run several pypaimon operations in one process (one ~1.4 s start instead of many).
 
-    Steps are dicts with ``op`` (``create``, ``write``, ``read``, ``plan``, ``snapshots``),
+    Steps are dicts with ``op`` (``create``, ``write``, ``read``, ``plan``, ``snapshots``,
+    ``alter``: see ``alter_step``),
     ``warehouse``, ``table`` and the keyword arguments of the matching ``paimon_*`` function,
     with ``schema`` a ``pa.Schema`` and ``data`` a ``pa.Table`` or a list of them (one commit
     each). Results in step order: create -> None, write -> snapshot ids after each commit,
@@ -200,6 +201,26 @@ def paimon_write(
     }
     result: list[int | None] = paimon_script([step], timeout=timeout)[0]
     return result
+
+
+def paimon_alter(
+    warehouse: PathLike,
+    table: str,
+    changes: Sequence[Any],
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> None:
+    """``catalog.alter_table`` with pypaimon. ``changes`` are lakecore ``SchemaChange``s (sent
+    as Paimon's JSON form) or that JSON form itself."""
+    paimon_script([alter_step(warehouse, table, changes)], timeout=timeout)
+
+
+def alter_step(warehouse: PathLike, table: str, changes: Sequence[Any],
+               expect_error: bool = False) -> dict[str, Any]:
+    """A ``paimon_script`` step altering ``table`` (see ``paimon_alter``). With
+    ``expect_error`` its result is ``{"error": repr or None}`` instead of failing the script."""
+    return {"op": "alter", "warehouse": warehouse, "table": table, "expect_error": expect_error,
+            "changes": [c if isinstance(c, Mapping) else c.to_json() for c in changes]}
 
 
 def paimon_read(

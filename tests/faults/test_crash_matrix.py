@@ -68,6 +68,9 @@ MATRIX: dict[str, list[CrashStep | str]] = {
     "create-tag": [S.TAG_AFTER_CREATE],
     "delete-tag": [S.TAG_DELETE_AFTER_TAG_FILE, S.TAG_DELETE_MID_FILES],
     "rollback": [s for s in S if s.value.startswith("rollback-")],
+    # ALTER TABLE then an append in the new schema (the rerun applies what is still missing)
+    "alter": [S.ALTER_BEFORE_SCHEMA, S.ALTER_AFTER_SCHEMA, S.WRITE_AFTER_DATA_FILE,
+              S.AFTER_SNAPSHOT_BEFORE_HINT],
 }
 CASES = [(op, t.value if isinstance(t, CrashStep) else t)
          for op, targets in MATRIX.items() for t in targets]
@@ -101,7 +104,8 @@ class Reference:
 
 def end_state(table: FileStoreTable) -> State:
     """What the table says, independent of file names: snapshots (kind, user, identifier,
-    rows), tags, the expired-partition records and the commit-user index entries."""
+    rows), tags, the expired-partition records, the commit-user index entries and the schema
+    versions (fields, ids and options, not their time)."""
     sm = table.snapshot_manager
     meta = set()
     for d in METADATA_DIRS:
@@ -118,6 +122,8 @@ def end_state(table: FileStoreTable) -> State:
         "expired_partitions": sorted({tuple(sorted(p.items()))
                                       for p in expired_partition_records(table)}),
         "commit_users": sorted(n for n in meta if n.startswith("commit-user")),
+        "schemas": [(s.id, [f.to_json() for f in s.fields], s.highest_field_id, s.options)
+                    for s in map(table.schema_manager.schema, table.schema_manager.list_ids())],
     }
 
 

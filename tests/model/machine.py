@@ -5,7 +5,10 @@ changelog producer, automatic snapshot expiry and manifest merging all drawn) an
 ``STEPS`` random operations on it and on a ``TableModel``: upserts and deletes, static and
 dynamic overwrites, dedicated and full compactions (inline ones happen in the writers), snapshot
 expiry, partition expiry (and writes into expired partitions, which must be refused), tags,
-rollbacks, reads of past snapshots and tags, and incremental reads. After every step the
+rollbacks, reads of past snapshots and tags, incremental reads, and ALTER TABLE (rename ``v1``
+or ``v2``, widen ``v2`` from INT to BIGINT, drop ``v2`` and add it again: a new, empty column).
+Reads find ``v1`` and ``v2`` by field id in the schema they read with (time travel reads a
+snapshot with the schema it was committed with). After every step the
 latest snapshot reads exactly what the model holds, and after every maintenance step no file a
 retained snapshot or tag needs is missing. At the end of an example the table is fully
 compacted, read again, checked for leaked (unreferenced) files, and queued for pypaimon
@@ -39,6 +42,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from lakecore import CatalogFactory, SchemaChange
 from lakecore.errors import PartitionExpiredError
 from lakecore.maintenance import (
     ExpireConfig,
@@ -55,12 +59,12 @@ from tests.core.helpers import make_table, write
 from tests.faults.harness import unreferenced_files
 from tests.maintenance.helpers import data_files, missing_referenced_files
 from tests.model.model import (
+    EVOLVING_SCHEMA,
     EXPIRATION_DAYS,
     IDS,
     PARTITION_KEYS,
     PARTITIONS,
     PRIMARY_KEYS,
-    SCHEMA,
     Engine,
     Key,
     Rec,
@@ -77,6 +81,7 @@ from tests.model.model import (
 OPS: Counter[str] = Counter()  # operations executed, by kind; reported at the session's end
 FUTURE = datetime.now() + timedelta(days=3)  # "now" for snapshot expiry: every snapshot is old
 TAG_NAMES = ("t0", "t1", "t2")
+MAX_ALTERS = 3  # per example, so that the other operations keep their share
 Row = tuple[str, int, int | None, int | None]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -89,6 +94,7 @@ class PaimonCheck:
     table: str
     expected: tuple[Row, ...]
     describe: str
+    names: tuple[str, str] = ("v1", "v2")  # what v1 and v2 are called after the ALTERs
 
 
 PAIMON_QUEUE: list[PaimonCheck] = []
@@ -135,30 +141,46 @@ def records(partitions: Sequence[str], min_size: int = 1, max_size: int = 6,
 
 
 # -- reading ----------------------------------------------------------------------------------
+FieldIds = dict[str, set[int]]  # "v1" / "v2" -> every field id the column has had
+
+
 def _to_arrow(table: FileStoreTable) -> pa.Table:
     rb = table.new_read_builder()
     return rb.new_read().to_arrow(rb.new_scan().plan().splits())
 
 
-def read_rows(table: FileStoreTable) -> list[Row]:
+def value_names(table: FileStoreTable, ids: FieldIds | None) -> tuple[str, str]:
+    """What ``v1`` and ``v2`` are called in the schema ``table`` reads with (by field id)."""
+    if ids is None:
+        return ("v1", "v2")
+    by_id = {f.id: f.name for f in table.schema.fields}
+    v1, v2 = ([by_id[i] for i in ids[c] if i in by_id] for c in ("v1", "v2"))
+    assert len(v1) == 1 and len(v2) == 1, (table.schema.field_names, ids)
+    return v1[0], v2[0]
+
+
+def read_rows(table: FileStoreTable, ids: FieldIds | None = None) -> list[Row]:
     """The table's rows as sorted (dt, id, v1, v2); every row's ``rk`` must be +I."""
     data = _to_arrow(table)
+    v1, v2 = value_names(table, ids)
     kinds = set(data["rk"].to_pylist())
     assert kinds <= {"+I"}, f"rows with rowkind.field values {kinds}"
-    got = list(zip(data["dt"].to_pylist(), data["id"].to_pylist(), data["v1"].to_pylist(),
-                   data["v2"].to_pylist(), strict=True))
+    got = list(zip(data["dt"].to_pylist(), data["id"].to_pylist(), data[v1].to_pylist(),
+                   data[v2].to_pylist(), strict=True))
     return sorted(got, key=lambda r: (r[0], r[1]))
 
 
-def changelog_rows(table: FileStoreTable, start: int, end: int
+def changelog_rows(table: FileStoreTable, start: int, end: int, ids: FieldIds | None = None
                    ) -> list[tuple[str, str, int, int | None, int | None]]:
     """The incremental read (start, end] of a table with a changelog producer, in read order:
     (row kind, dt, id, v1, v2)."""
-    data = _to_arrow(table.copy({"incremental-between": f"{start},{end}"}))
+    incremental = table.copy({"incremental-between": f"{start},{end}"})
+    data = _to_arrow(incremental)
     if data.num_rows == 0:
         return []
+    v1, v2 = value_names(incremental, ids)
     return list(zip(data["_ROW_KIND"].to_pylist(), data["dt"].to_pylist(),
-                    data["id"].to_pylist(), data["v1"].to_pylist(), data["v2"].to_pylist(),
+                    data["id"].to_pylist(), data[v1].to_pylist(), data[v2].to_pylist(),
                     strict=True))
 
 
@@ -204,6 +226,7 @@ class ModelMachine(RuleBasedStateMachine):
         self.dir: str | None = None
         self.table: FileStoreTable = None  # type: ignore[assignment]  # set by create
         self.model: TableModel = None  # type: ignore[assignment]
+        self.ids: FieldIds = {}  # the field ids v1 and v2 have had (set by create, ALTER)
 
     @property
     def cfg(self) -> TableConfig:
@@ -214,12 +237,22 @@ class ModelMachine(RuleBasedStateMachine):
     def create(self, config: TableConfig, data: st.DataObject) -> None:
         self.dir = tempfile.mkdtemp(prefix="t-", dir=base_dir())
         note(f"table: {config.describe()} at {self.dir}")
-        self.table = make_table(self.dir, SCHEMA, primary_keys=PRIMARY_KEYS,
+        self.table = make_table(self.dir, EVOLVING_SCHEMA, primary_keys=PRIMARY_KEYS,
                                 partition_keys=PARTITION_KEYS, options=config.options())
+        self.ids = {c: {self.table.schema.row_type.field(c).id} for c in ("v1", "v2")}
         self.model = TableModel(config)
         self._write(data)
 
     # -- helpers ------------------------------------------------------------------------------
+    def _arrow(self, recs: Sequence[Rec]) -> pa.Table:
+        """The records as rows of the current schema (v1 and v2 under their current names)."""
+        data = to_arrow(recs)
+        v1, v2 = value_names(self.table, self.ids)
+        return data.rename_columns([{"v1": v1, "v2": v2}.get(n, n) for n in data.column_names])
+
+    def _rows(self, table: FileStoreTable) -> list[Row]:
+        return read_rows(table, self.ids)
+
     def retained(self) -> list[int]:
         return self.table.snapshot_manager.list_ids()
 
@@ -279,7 +312,7 @@ class ModelMachine(RuleBasedStateMachine):
     # -- writes (three rules: writes are the most frequent operation) -------------------------
     def _write(self, data: st.DataObject) -> None:
         recs = self.model.allowed(self._records(data, self.model.open_partitions()))
-        ids = write(self.table, to_arrow(recs))
+        ids = write(self.table, self._arrow(recs))
         kept = self._effective(recs)
         self.model.add(kept)
         self._landed(ids, "APPEND", kept)
@@ -306,7 +339,7 @@ class ModelMachine(RuleBasedStateMachine):
         recs = self._records(data, [dt], min_size=0, max_size=4)
         self.model.tombstones -= {k for k in self.model.tombstones if k[0] == dt}
         recs = self.model.allowed(recs)
-        ids = write(self.table, to_arrow(recs), overwrite={"dt": dt})
+        ids = write(self.table, self._arrow(recs), overwrite={"dt": dt})
         kept = self._effective(recs)
         self.model.replace([dt], kept)
         self._landed(ids, "OVERWRITE", kept)
@@ -318,7 +351,7 @@ class ModelMachine(RuleBasedStateMachine):
         dts = {r.dt for r in recs}
         self.model.tombstones -= {k for k in self.model.tombstones if k[0] in dts}
         recs = self.model.allowed(recs)
-        ids = write(self.table, to_arrow(recs), overwrite={})
+        ids = write(self.table, self._arrow(recs), overwrite={})
         kept = self._effective(recs)
         self.model.replace({r.dt for r in kept}, kept)
         self._landed(ids, "OVERWRITE", kept)
@@ -334,7 +367,7 @@ class ModelMachine(RuleBasedStateMachine):
             recs = [r for r in recs if r.dt == recs[0].dt]
         latest, files = self.table.snapshot_manager.latest_id(), data_files(self.table)
         try:
-            write(self.table, to_arrow(recs), overwrite=overwrite)
+            write(self.table, self._arrow(recs), overwrite=overwrite)
         except PartitionExpiredError:
             pass
         else:
@@ -438,9 +471,54 @@ class ModelMachine(RuleBasedStateMachine):
         else:
             rollback_to(self.table, tag=target, dry_run=False)
         self.model.rollback(sid)
+        if self._v2_id(sid) != self._v2_id(None):
+            # back to files from before a drop and re-add of v2: read with the current
+            # schema, their v2 is the dropped column's, which does not come back
+            self.model.drop_v2()
         assert self.table.snapshot_manager.latest_id() == sid
         assert {t.name: t.snapshot_id for t in list_tags(self.table)} == self.model.tags
         self._check_files()
+
+    # -- schema evolution ---------------------------------------------------------------------
+    def _v2_id(self, sid: int | None) -> int:
+        """The field id of v2 in the schema of snapshot ``sid`` (None: the current schema)."""
+        t = self.table
+        schema = t.schema if sid is None else t.schema_of(t.snapshot_manager.snapshot(sid)
+                                                          .schema_id)
+        (found,) = [f.id for f in schema.fields if f.id in self.ids["v2"]]
+        return found
+
+    @precondition(lambda self: self.table.schema.id < MAX_ALTERS)
+    @rule(data=st.data())
+    @counted("alter table")
+    def alter(self, data: st.DataObject) -> None:
+        """One ALTER between the other steps: the table is reopened at the new schema (the
+        writers use the latest schema), the model's state changes only for a dropped column."""
+        v1, v2 = value_names(self.table, self.ids)
+        n = self.table.schema.id + 1
+        kinds = ["rename v1", "rename v2"]
+        if str(self.table.schema.row_type.field(v2).type) == "INT":
+            kinds.append("widen v2")
+        if self.cfg.changelog_producer != "lookup":
+            # a lookup changelog replays from before.full, which a drop would rewrite
+            kinds.append("drop and re-add v2")
+        kind = data.draw(st.sampled_from(kinds), label="alter")
+        changes = {
+            "rename v1": [SchemaChange.rename_column(v1, f"v1_{n}")],
+            "rename v2": [SchemaChange.rename_column(v2, f"v2_{n}")],
+            "widen v2": [SchemaChange.update_column_type(v2, "BIGINT")],
+            # the same name again: a new field id, so none of the old values may come back
+            "drop and re-add v2": [SchemaChange.drop_column(v2),
+                                   SchemaChange.add_column(v2, "INT")],
+        }[kind]
+        catalog = CatalogFactory.create({"warehouse": self.dir})
+        new = catalog.alter_table(self.table.identifier, changes)
+        assert new is not None and new.id == n
+        self.table = catalog.get_table(self.table.identifier)
+        if kind == "drop and re-add v2":
+            self.ids["v2"].add(self.table.schema.row_type.field(v2).id)
+            self.model.drop_v2()
+        OPS[f"  alter: {kind}"] += 1
 
     # -- reads --------------------------------------------------------------------------------
     def _expected(self, sid: int) -> list[Row]:
@@ -453,7 +531,7 @@ class ModelMachine(RuleBasedStateMachine):
         if not retained:
             return False
         sid = data.draw(st.sampled_from(retained), label="snapshot")
-        got = read_rows(self.table.copy({"scan.snapshot-id": sid}))
+        got = self._rows(self.table.copy({"scan.snapshot-id": sid}))
         assert_rows(got, self._expected(sid), f"snapshot {sid}")
 
     @precondition(lambda self: bool(self.model.tags))
@@ -461,7 +539,7 @@ class ModelMachine(RuleBasedStateMachine):
     @counted("read a tag")
     def read_tag(self, data: st.DataObject) -> None:
         name = data.draw(st.sampled_from(sorted(self.model.tags)), label="tag")
-        got = read_rows(self.table.copy({"scan.tag-name": name}))
+        got = self._rows(self.table.copy({"scan.tag-name": name}))
         assert_rows(got, self._expected(self.model.tags[name]), f"tag {name}")
 
     def _incremental_ranges(self, retained: list[int]) -> list[tuple[int, int]]:
@@ -523,7 +601,7 @@ class ModelMachine(RuleBasedStateMachine):
         between = [self.model.history[s] for s in range(start + 1, end + 1)]
         if producer == "input":
             # the raw input of every commit that wrote data, deletes included
-            got = Counter(changelog_rows(self.table, start, end))
+            got = Counter(changelog_rows(self.table, start, end, self.ids))
             expected = Counter(r.as_tuple() for v in between for r in v.records)
             assert got == expected, (start, end, got - expected, expected - got)
             OPS["  incremental read: input changelog == the committed records"] += 1
@@ -531,7 +609,7 @@ class ModelMachine(RuleBasedStateMachine):
         if producer == "none":
             # the APPEND snapshots' new files, merged among themselves
             recs = [r for v in between if v.kind == "APPEND" for r in v.records]
-            got = read_rows(self.table.copy({"incremental-between": f"{start},{end}"}))
+            got = self._rows(self.table.copy({"incremental-between": f"{start},{end}"}))
             assert_rows(got, rows(merge(self.cfg.engine, {}, recs)), f"delta ({start}, {end}]")
             OPS["  incremental read: delta files == merge of the appended records"] += 1
             return
@@ -541,8 +619,9 @@ class ModelMachine(RuleBasedStateMachine):
         batches: list[list[tuple[str, Key, Values]]] = []
         for sid in range(start + 1, end + 1):
             batches.append([(k, (dt, i), (v1, v2))
-                            for k, dt, i, v1, v2 in changelog_rows(self.table, sid - 1, sid)])
-        whole = changelog_rows(self.table, start, end)
+                            for k, dt, i, v1, v2 in changelog_rows(self.table, sid - 1, sid,
+                                                                   self.ids)])
+        whole = changelog_rows(self.table, start, end, self.ids)
         flat = [(k, key[0], key[1], v[0], v[1]) for b in batches for k, key, v in b]
         assert Counter(whole) == Counter(flat), "(start, end] differs from its snapshots' parts"
         replayed = changelog_replay(before.full, batches)
@@ -557,7 +636,7 @@ class ModelMachine(RuleBasedStateMachine):
         if self.model is None:
             return
         self.ok = False
-        assert_rows(read_rows(self.table), rows(self.model.visible()), "latest snapshot")
+        assert_rows(self._rows(self.table), rows(self.model.visible()), "latest snapshot")
         retained = self.retained()
         latest = max(self.model.history, default=None)
         assert (retained[-1] if retained else None) == latest, (retained, latest)
@@ -574,7 +653,7 @@ class ModelMachine(RuleBasedStateMachine):
         self._compacted(report.snapshot_ids)
         self.model.full_compacted()
         expected = rows(self.model.visible())
-        assert_rows(read_rows(self.table), expected, "after the final full compaction")
+        assert_rows(self._rows(self.table), expected, "after the final full compaction")
         OPS["final full compaction"] += 1
         # nothing leaked: every file is table metadata or reached from a snapshot or tag
         assert unreferenced_files(self.table) == set()
@@ -582,7 +661,7 @@ class ModelMachine(RuleBasedStateMachine):
             OPS["  pypaimon read skipped (remove-record-on-delete unsupported)"] += 1
             return
         PAIMON_QUEUE.append(PaimonCheck(self.dir, self.table.identifier, tuple(expected),
-                                        self.cfg.describe()))
+                                        self.cfg.describe(), value_names(self.table, self.ids)))
 
 
 def release(checks: Sequence[PaimonCheck]) -> None:

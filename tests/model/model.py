@@ -34,7 +34,7 @@ the split is then exactly defined by the history of operations.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -51,6 +51,9 @@ SCHEMA = pa.schema([
     pa.field("v2", pa.int64()),
     pa.field("rk", pa.string(), False),
 ])
+# The single-process machine's tables start with ``v2`` as INT, so that an ALTER can widen it
+# to BIGINT (``v1`` stays BIGINT: aggregation sums it). Rows are written as ``SCHEMA`` and cast.
+EVOLVING_SCHEMA = SCHEMA.set(SCHEMA.get_field_index("v2"), pa.field("v2", pa.int32()))
 PRIMARY_KEYS = ["id", "dt"]
 PARTITION_KEYS = ["dt"]
 PARTITIONS = ("2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04")
@@ -306,6 +309,16 @@ class TableModel:
         gone = set(partitions)
         self.replace(gone, ())
         self.closed |= gone
+
+    def drop_v2(self) -> None:
+        """``ALTER TABLE DROP v2, ADD v2``: the re-added column is a new one (a new field id),
+        empty in every existing row. Snapshots from before keep their ``v2`` (time travel reads
+        them with their own schema), but what an incremental read shows of their records is
+        read with the current schema: their ``v2`` is gone too."""
+        self.lifted = {k: (v[0], None) for k, v in self.lifted.items()}
+        self.pending = [replace(r, v2=None) for r in self.pending]
+        self.history = {sid: replace(v, records=tuple(replace(r, v2=None) for r in v.records))
+                        for sid, v in self.history.items()}
 
     def rollback(self, snapshot_id: int) -> None:
         v = self.history[snapshot_id]

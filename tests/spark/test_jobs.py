@@ -109,3 +109,13 @@ def test_maintain_job_failure_is_one_line_and_exit_1(warehouse, capsys):
     assert captured.err.strip().splitlines()[-1] == (
         "lakecore-spark maintain failed: JobArgumentError: nothing to do: give "
         "--expire-snapshots, --expire-partitions and/or --remove-orphans")
+
+
+def test_ingest_merge_schema_flags_default_to_the_tables_option():
+    from lakecore.spark.jobs.ingest import build_parser
+
+    base = ["--warehouse", "w", "--table", "db.t", "--source", "s", "--commit-identifier", "1"]
+    a = build_parser().parse_args(base)
+    assert a.merge_schema is None and a.merge_schema_explicit_cast is None  # the table decides
+    a = build_parser().parse_args([*base, "--merge-schema", "--merge-schema-explicit-cast"])
+    assert a.merge_schema is True and a.merge_schema_explicit_cast is True

@@ -3,11 +3,15 @@
     spark-submit [--py-files dist/lakecore.zip] lakecore/spark/jobs/ingest.py \\
         --warehouse W --table db.t --source PATH --source-format parquet \\
         --commit-identifier 20261101 [--commit-user U] [--catalog-option lock.uri=...] \\
-        [--overwrite-partition dt=2026-11-01 | --dynamic-overwrite]
+        [--overwrite-partition dt=2026-11-01 | --dynamic-overwrite] [--merge-schema]
 
 The pair (commit user, commit identifier) makes a rerun idempotent: a rerun of a committed
 pair writes nothing. Pass both from the Airflow run (or let the user default to a hash of the
 table and identifier: one user per run, see "Commit users" in docs/architecture.md).
+
+``--merge-schema`` (Paimon's ``write.merge-schema``, also a table option or
+``--table-option write.merge-schema=true``) adds the source's new columns to the table with one
+ALTER before writing; without it a new source column fails the job, naming the column.
 """
 
 from __future__ import annotations
@@ -55,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
                     help="replace this static partition atomically (repeatable per key)")
     ow.add_argument("--dynamic-overwrite", action="store_true",
                     help="replace exactly the partitions present in the source")
+    p.add_argument("--merge-schema", action="store_true", default=None,
+                   help="add the source's new columns (and widen types) with one ALTER "
+                        "before writing (Paimon's write.merge-schema; default: the table's)")
+    p.add_argument("--merge-schema-explicit-cast", action="store_true", default=None,
+                   help="with --merge-schema: also change types by casts that are not "
+                        "widenings (write.merge-schema.explicit-cast)")
     p.add_argument("--parallelism", type=int, default=None,
                    help="Spark partitions of the write stage (default: Spark's shuffle setting)")
     return p
@@ -72,6 +82,8 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
                                           "--overwrite-partition") or None,
             dynamic_overwrite=a.dynamic_overwrite,
             parallelism=a.parallelism,
+            merge_schema=a.merge_schema,
+            merge_schema_explicit_cast=a.merge_schema_explicit_cast,
         )
         done = already_committed(table, request)
     if done:

@@ -92,6 +92,12 @@ def render_table(t: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _catalog_options(report: dict[str, Any]) -> str:
+    """The tables file's catalog option keys (never their values: some are credentials)."""
+    keys = report.get("catalog_options") or []
+    return f" &middot; catalog options: {escape(', '.join(keys))}" if keys else ""
+
+
 def render_page(report: dict[str, Any], user: str | None) -> str:
     cards = "".join(render_table(t) for t in report["tables"])
     who = f" &middot; signed in as {escape(user)}" if user else ""
@@ -99,6 +105,7 @@ def render_page(report: dict[str, Any], user: str | None) -> str:
         "<!doctype html><html><head><meta charset='utf-8'><title>Lake tables</title>"
         f"<style>{_CSS}</style></head><body><h1>Lake tables</h1>"
         f"<div class='muted'>warehouse {escape(report['warehouse'])} &middot; catalog lock: "
-        f"{escape(report['lock'])} &middot; generated {escape(report['generated'])}{who}</div>"
+        f"{escape(report['lock'])}{_catalog_options(report)} &middot; generated "
+        f"{escape(report['generated'])}{who}</div>"
         f"{cards}</body></html>"
     )

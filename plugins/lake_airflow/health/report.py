@@ -134,7 +134,8 @@ def health_report(cfg: LakeConfig | None = None,
 
     cfg = cfg or load_config()
     try:
-        lock: LockTarget | None = lock_resolver(cfg.lock_conn_id)
+        lock: LockTarget | None = (None if cfg.conditional_put
+                                   else lock_resolver(cfg.lock_conn_id))
     except Exception:
         log.warning("cannot resolve the catalog lock connection", exc_info=True)
         lock = None
@@ -150,6 +151,9 @@ def health_report(cfg: LakeConfig | None = None,
                                "error": f"{type(e).__name__}: {scrub(str(e))[:300]}"})
     finally:
         catalog.close()
+    lock_text = ("none (commits use conditional writes)" if cfg.conditional_put
+                 else lock.describe() if lock else "unresolved")
     return {"warehouse": scrub(cfg.warehouse), "generated": datetime.now(UTC).isoformat(
-        timespec="seconds"), "lock": lock.describe() if lock else "unresolved",
-        "tables": tables}
+        timespec="seconds"), "lock": lock_text, "tables": tables,
+        # the keys only: values may be credentials (s3.secret-key, ...)
+        "catalog_options": sorted(cfg.catalog_options)}
