@@ -243,6 +243,15 @@ PAIMON_DEFAULTS: dict[str, Any] = {
     "alter-column-null-to-not-null.disabled": True,
     "disable-explicit-type-casting": False,
     "add-column-before-partition": False,
+    # Paimon CoreOptions / pypaimon 2.1 core_options.py
+    "dynamic-bucket.target-row-num": 2_000_000,
+    "dynamic-bucket.max-buckets": -1,
+    "deletion-vectors.enabled": False,
+    "deletion-vectors.bitmap64": False,
+    "deletion-vectors.index-file.target-size": 2 * 1024 * 1024,
+    "deletion-vectors.merge-on-read": False,
+    "compaction.delete-ratio-threshold": 0.2,
+    "index-file-in-data-file-dir": False,
 }
 NO_DEFAULT = [
     "bucket-key", "sequence.field", "rowkind.field", "fields.default-aggregate-function",
@@ -252,7 +261,8 @@ NO_DEFAULT = [
     "changelog.num-retained.min", "changelog.num-retained.max", "changelog.time-retained",
     "partition.expiration-time", "partition.timestamp-formatter", "partition.timestamp-pattern",
     "scan.snapshot-id", "scan.timestamp-millis", "scan.tag-name", "incremental-between", "path",
-    "postpone.target-row-num-per-bucket",
+    "postpone.target-row-num-per-bucket", "dynamic-bucket.initial-buckets",
+    "dynamic-bucket.assigner-parallelism",
 ]
 
 
@@ -567,10 +577,10 @@ def test_column_checks_skipped_without_columns() -> None:
 
 
 def test_lenient_mode_keeps_unknown_keys_and_skips_creation_checks() -> None:
-    raw = {"bucket": "-1", "file.format": "orc", "deletion-vectors.enabled": "true",
+    raw = {"bucket": "-1", "file.format": "orc", "row-tracking.enabled": "true",
            "num-sorted-run.stop-trigger": "2"}
     o = CoreOptions.from_map(raw, primary_keys=("id",), column_names=COLUMNS, strict=False)
-    assert o.unknown_keys == ("deletion-vectors.enabled",)
+    assert o.unknown_keys == ("row-tracking.enabled",)
     assert o.to_map() == raw
     assert o.file_format == "orc"
     assert o.num_sorted_run_stop_trigger == 5  # clamped to the trigger, as Paimon does

@@ -386,6 +386,53 @@ FULL_COMPACTION_DELTA_COMMITS = _opt(
     "full-compaction.delta-commits", parse_int, None,
     "Full compaction after this many commits.", check=at_least(1),
 )
+# --- index layer: dynamic buckets and deletion vectors ---------------------------------------
+DYNAMIC_BUCKET_TARGET_ROW_NUM = _opt(
+    "dynamic-bucket.target-row-num", parse_long, 2_000_000,
+    "Dynamic bucket mode (bucket = -1): rows per bucket before new keys go to a new bucket.",
+    check=at_least(1),
+)
+DYNAMIC_BUCKET_INITIAL_BUCKETS = _opt(
+    "dynamic-bucket.initial-buckets", parse_int, None,
+    "Dynamic bucket mode: initial number of buckets (of assigners) per partition.",
+    check=at_least(1),
+)
+DYNAMIC_BUCKET_MAX_BUCKETS = _opt(
+    "dynamic-bucket.max-buckets", parse_int, -1,
+    "Dynamic bucket mode: most buckets per partition; -1 for no limit below 32768.",
+)
+DYNAMIC_BUCKET_ASSIGNER_PARALLELISM = _opt(
+    "dynamic-bucket.assigner-parallelism", parse_int, None,
+    "Dynamic bucket mode: number of bucket assigners (defaults to the write parallelism).",
+    check=at_least(1),
+)
+DELETION_VECTORS_ENABLED = _opt(
+    "deletion-vectors.enabled", parse_bool, False,
+    "Primary-key tables: mark superseded rows in deletion vectors at compaction so that "
+    "reads merge nothing (level-0 data shows after compaction).",
+)
+DELETION_VECTORS_BITMAP64 = _opt(
+    "deletion-vectors.bitmap64", parse_bool, False,
+    "Write deletion vectors as 64-bit roaring bitmaps.",
+)
+DELETION_VECTORS_INDEX_FILE_TARGET_SIZE = _opt(
+    "deletion-vectors.index-file.target-size", parse_memory_size, 2 * _MB,
+    "Target size of one deletion-vector index file.", check=at_least(1),
+)
+DELETION_VECTORS_MERGE_ON_READ = _opt(
+    "deletion-vectors.merge-on-read", parse_bool, False,
+    "Batch reads of a deletion-vector table also merge level-0 files.",
+)
+COMPACTION_DELETE_RATIO_THRESHOLD = _opt(
+    "compaction.delete-ratio-threshold", parse_float, 0.2,
+    "Deletion-vector tables: rewrite a file once this fraction of its rows is deleted.",
+    check=at_least(0.0),
+)
+INDEX_FILE_IN_DATA_FILE_DIR = _opt(
+    "index-file-in-data-file-dir", parse_bool, False,
+    "Write index files into the bucket's data directory instead of <table>/index.",
+)
+
 LOOKUP_WAIT = _opt(
     "lookup-wait", parse_bool, True,
     "With lookup, the commit waits for its compaction.",

@@ -182,6 +182,18 @@ class OptionsView:
     full_compaction_delta_commits = _Optional(reg.FULL_COMPACTION_DELTA_COMMITS)
     lookup_wait = _Value(reg.LOOKUP_WAIT)
 
+    # --- index layer --------------------------------------------------------------------
+    dynamic_bucket_target_row_num = _Value(reg.DYNAMIC_BUCKET_TARGET_ROW_NUM)
+    dynamic_bucket_initial_buckets = _Optional(reg.DYNAMIC_BUCKET_INITIAL_BUCKETS)
+    dynamic_bucket_max_buckets = _Value(reg.DYNAMIC_BUCKET_MAX_BUCKETS)
+    dynamic_bucket_assigner_parallelism = _Optional(reg.DYNAMIC_BUCKET_ASSIGNER_PARALLELISM)
+    deletion_vectors_enabled = _Value(reg.DELETION_VECTORS_ENABLED)
+    deletion_vectors_bitmap64 = _Value(reg.DELETION_VECTORS_BITMAP64)
+    deletion_vectors_index_file_target_size = _Value(reg.DELETION_VECTORS_INDEX_FILE_TARGET_SIZE)
+    deletion_vectors_merge_on_read = _Value(reg.DELETION_VECTORS_MERGE_ON_READ)
+    compaction_delete_ratio_threshold = _Value(reg.COMPACTION_DELETE_RATIO_THRESHOLD)
+    index_file_in_data_file_dir = _Value(reg.INDEX_FILE_IN_DATA_FILE_DIR)
+
     @property
     def num_sorted_run_stop_trigger(self) -> int:
         """Set value or trigger + 3, never below the trigger (Paimon clamps the same way)."""

@@ -11,6 +11,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, Self, TypeVar
 
+from lakecore.format.index_manifest import IndexManifestEntry
+from lakecore.format.snapshot import Snapshot
 from lakecore.lock.base import CatalogLock
 from lakecore.options import CoreOptions
 from lakecore.schema import TableSchema
@@ -99,6 +101,17 @@ class FileStore:
             self.options.manifest_target_file_size,
             self.options.manifest_compression,
         )
+
+    def index_entries(
+        self, snapshot: Snapshot | None, index_type: str | None = None
+    ) -> list[IndexManifestEntry]:
+        """The live index files of ``snapshot`` (of ``index_type`` only, when given)."""
+        if snapshot is None:
+            return []
+        entries = self.manifest_io().read_index_manifest(snapshot.index_manifest)
+        if index_type is None:
+            return entries
+        return [e for e in entries if e.index_file.index_type == index_type]
 
     def run_with_lock(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` under the catalog lock; the commit path's publish step only."""

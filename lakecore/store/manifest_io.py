@@ -6,6 +6,11 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lakecore.format.binary_row import decode_row, encode_row
+from lakecore.format.index_manifest import (
+    IndexManifestEntry,
+    decode_index_manifest,
+    encode_index_manifest,
+)
 from lakecore.format.manifest import (
     FileKind,
     ManifestEntry,
@@ -132,6 +137,23 @@ class ManifestIO:
         data = encode_manifest_list(list(metas), self.codec)
         self.file_io.write_bytes(self.paths.manifest_path(name), data)
         return name, len(data)
+
+    # -- index manifests -----------------------------------------------------------------
+    def read_index_manifest(self, name: str | None) -> list[IndexManifestEntry]:
+        """The live index entries a snapshot's ``indexManifest`` names (none: empty)."""
+        if not name:
+            return []
+        path = self.paths.manifest_path(name)
+        return decode_index_manifest(self.file_io.read_bytes(path), path)
+
+    def write_index_manifest(self, entries: Sequence[IndexManifestEntry]) -> str | None:
+        """Write the live index entries; None when there are none (no ``indexManifest``)."""
+        if not entries:
+            return None
+        name = self.paths.new_index_manifest_name()
+        data = encode_index_manifest(list(entries), self.codec)
+        self.file_io.write_bytes(self.paths.manifest_path(name), data)
+        return name
 
     def read_entries(self, metas: Iterable[ManifestFileMeta]) -> list[ManifestEntry]:
         out: list[ManifestEntry] = []

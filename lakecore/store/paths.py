@@ -22,7 +22,9 @@ SNAPSHOT_PREFIX = "snapshot-"
 LATEST_HINT = "LATEST"
 EARLIEST_HINT = "EARLIEST"
 MANIFEST_DIR = "manifest"
-INDEX_MANIFEST_PREFIX = "index-manifest"
+INDEX_MANIFEST_PREFIX = "index-manifest-"
+INDEX_DIR = "index"  # HASH and deletion-vector index files
+INDEX_FILE_PREFIX = "index-"
 TAG_DIR = "tag"
 TAG_PREFIX = "tag-"
 CHANGELOG_DIR = "changelog"  # Java Paimon's long-lived changelogs (lakecore writes none)
@@ -122,6 +124,20 @@ class PathFactory:
 
     def new_manifest_list_name(self) -> str:
         return f"manifest-list-{self._uuid}-{next(self._counter)}"
+
+    def new_index_manifest_name(self) -> str:
+        return f"{INDEX_MANIFEST_PREFIX}{self._uuid}-{next(self._counter)}"
+
+    @property
+    def index_dir(self) -> str:
+        return f"{self.table_path}/{INDEX_DIR}"
+
+    def index_file_path(self, file_name: str, external: str | None = None) -> str:
+        """An index file's path (``external``: the entry's own external path, if any)."""
+        return external if external else f"{self.index_dir}/{file_name}"
+
+    def new_index_file_name(self) -> str:
+        return f"{INDEX_FILE_PREFIX}{self._uuid}-{next(self._counter)}"
 
     @property
     def tag_dir(self) -> str:
