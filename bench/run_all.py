@@ -59,6 +59,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "scaling": ([], ["--quick"]),
     "spark_ingest": ([], ["--quick"]),
     "schema_evolution": ([], ["--quick"]),
+    "index_modes": ([], ["--quick"]),
     "object_store": (["--write-results"], ["--quick"]),  # moto from .venv-moto (make bench)
 }
 STATE = os.path.join(OUT_DIR, "run_all.json")

@@ -116,6 +116,23 @@ class LevelOverlapConflict(CommitConflictError):
     kind = "level overlap"
 
 
+class IndexConflictError(CommitConflictError):
+    """The commit replaces a (partition, bucket)'s HASH or deletion-vector index, but the live
+    index of that type is not the one its writer read and replaced: another writer assigned
+    buckets or compacted that bucket concurrently. ``table``, ``partition``, ``bucket`` and
+    ``index_type`` name it; nothing of this commit was kept."""
+
+    kind = "index"
+
+    def __init__(self, message: str, *, table: str, partition: str, bucket: int,
+                 index_type: str) -> None:
+        super().__init__(message)
+        self.table = table
+        self.partition = partition
+        self.bucket = bucket
+        self.index_type = index_type
+
+
 class CommitRetryableError(CommitError):
     """Another committer created the snapshot first; try again on the new latest."""
 

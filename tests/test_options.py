@@ -32,7 +32,7 @@ from lakecore.options.parse import (
     parse_memory_size,
     parse_stats_mode,
 )
-from lakecore.options.registry import KEYED_OPTIONS, resolve_key
+from lakecore.options.registry import KEYED_OPTIONS, PartitionMarkDoneAction, resolve_key
 
 PAIMON_PYTHON = Path(
     os.environ.get("LAKECORE_PAIMON_PYTHON")
@@ -237,6 +237,8 @@ PAIMON_DEFAULTS: dict[str, Any] = {
     "partition.expiration-max-num": 100,
     "partition.default-name": "__DEFAULT_PARTITION__",
     "partition.legacy-name": True,
+    "partition.mark-done-action": (PartitionMarkDoneAction.SUCCESS_FILE,),
+    "partition.end-input-to-done": False,
     "metadata.stats-mode": StatsMode("truncate", 16),
     "primary-key.nullable": False,
     "postpone.default-bucket-num": 1,
@@ -476,6 +478,9 @@ REJECTIONS: list[tuple[dict[str, str], str, str]] = [
     ({"compaction.offpeak.start.hour": "24", "compaction.offpeak.end.hour": "2"},
      "compaction.offpeak.start.hour", "between -1 and 23"),
     ({"compaction.offpeak.start.hour": "22"}, "compaction.offpeak.end.hour", "both"),
+    ({"partition.mark-done-action": "success-file,http-report"},
+     "partition.mark-done-action", "not http-report"),
+    ({"partition.mark-done-action": "touch"}, "partition.mark-done-action", "success-file"),
     ({"num-levels": "1"}, "num-levels", "at least 2"),
     ({"num-sorted-run.compaction-trigger": "0"}, "num-sorted-run.compaction-trigger",
      "at least 1"),
@@ -614,3 +619,13 @@ def test_core_options_is_frozen() -> None:
         o.bucket = 3  # type: ignore[misc]
     with pytest.raises(TypeError):
         o._raw["bucket"] = "3"  # type: ignore[index]
+
+
+def test_mark_done_actions_are_a_list_in_paimons_spelling() -> None:
+    o = CoreOptions.from_map({"partition.mark-done-action": "Done-Partition, success-file",
+                              "partition.end-input-to-done": "true"})
+    assert o.partition_mark_done_actions == (PartitionMarkDoneAction.DONE_PARTITION,
+                                             PartitionMarkDoneAction.SUCCESS_FILE)
+    assert o.partition_end_input_to_done is True
+    assert CoreOptions.from_map({}).partition_mark_done_actions == (
+        PartitionMarkDoneAction.SUCCESS_FILE,)

@@ -124,8 +124,10 @@ SCHEMA_REJECTIONS: list[tuple[dict[str, Any], type[Exception], list[str]]] = [
      ["partition key 'r' has nested type"]),
     ({"partition_keys": ["id", "dt"]}, SchemaError, ["partition keys only"]),
     ({"options": {"bucket": "2", "bukcet-key": "id"}}, OptionError, ["'bukcet-key'"]),
-    ({"options": {}}, OptionError, ["'bucket'", "fixed number of buckets", "-1"]),
-    ({"options": {"bucket": "-1"}}, OptionError, ["'bucket'", "dynamic bucket mode"]),
+    ({"primary_keys": ["id"], "options": {}}, OptionError,
+     ["'bucket'", "cross-partition upsert", "['dt']", "include the partition keys"]),
+    ({"primary_keys": ["id"], "options": {"bucket": "-1"}}, OptionError,
+     ["'bucket'", "dynamic bucket mode", "fixed number of buckets"]),
     ({"options": {"bucket": "2", "bucket-key": "dt"}}, OptionError,
      ["'bucket-key'", "'dt' is a partition key"]),
     ({"options": {"bucket": "2", "path": "/x"}}, OptionError, ["'path'", "catalog"]),
@@ -308,11 +310,11 @@ def test_from_json_old_versions_get_their_defaults() -> None:
 def test_from_json_is_lenient_with_foreign_options() -> None:
     t = TableSchema.from_schema(0, pk_schema(), T0)
     obj = json.loads(t.to_json())
-    obj["options"].update({"bucket": "-1", "deletion-vectors.enabled": True, "x": 3})
+    obj["options"].update({"bucket": "-1", "row-tracking.enabled": True, "x": 3})
     back = TableSchema.from_json(json.dumps(obj), "p")
-    assert back.options["deletion-vectors.enabled"] == "true" and back.options["x"] == "3"
+    assert back.options["row-tracking.enabled"] == "true" and back.options["x"] == "3"
     assert back.core_options.bucket == -1
-    assert back.core_options.unknown_keys == ("deletion-vectors.enabled", "x")
+    assert back.core_options.unknown_keys == ("row-tracking.enabled", "x")
 
 
 CORRUPT: list[tuple[str, str]] = [

@@ -22,7 +22,8 @@ CATALOG_KEYS = frozenset({"catalog-key", "lock-acquire-timeout", "lock-check-max
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakecore", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="snapshots and live files per partition/bucket/level")
+    p = sub.add_parser("inspect", help="snapshots, live files per partition/bucket/level, "
+                       "HASH index buckets, deletion vectors, what compaction would do")
     add_table_arguments(p)
     p.add_argument("--max-snapshots", type=int, default=20)
     p = sub.add_parser("compact", help="compact buckets that need it; one COMPACT snapshot")

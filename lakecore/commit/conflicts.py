@@ -5,11 +5,21 @@ Each check raises its own ``CommitConflictError`` subclass (``lakecore.errors``)
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from lakecore.errors import BucketCountConflict, ConcurrentDeleteConflict, LevelOverlapConflict
+from lakecore.errors import (
+    BucketCountConflict,
+    ConcurrentDeleteConflict,
+    IndexConflictError,
+    LevelOverlapConflict,
+)
 from lakecore.format.binary_row import decode_row
 from lakecore.format.bucket import POSTPONE_BUCKET
+from lakecore.format.index_manifest import (
+    DELETION_VECTORS_INDEX,
+    HASH_INDEX,
+    IndexManifestEntry,
+)
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.schema.types import DataType
 
@@ -96,3 +106,61 @@ def check_level_overlap(
                     f"key range at level {level} of bucket {bucket}; another compaction "
                     "changed this bucket concurrently",
                 )
+
+
+# Index types owned per (partition, bucket): one writer replaces them whole.
+BUCKET_INDEX_TYPES = (HASH_INDEX, DELETION_VECTORS_INDEX)
+
+
+def check_index_replacements(
+    changes: Sequence[IndexManifestEntry],
+    previous: Sequence[IndexManifestEntry],
+    commit_user: str,
+    *,
+    table: str = "",
+    label: Callable[[bytes], str] = bytes.hex,
+) -> None:
+    """The index-commit protocol: a HASH or deletion-vector change of a (partition, bucket) must
+    replace exactly the live files of that type there. The files the increment DELETEs of that
+    type are the ones its writer read; if they are not the live set (one of them is no longer
+    live, or another live one appeared, or none is named while one is live), another writer
+    changed the bucket since, and the commit raises ``IndexConflictError``. Other index types
+    (global indexes) are not checked. ``label`` turns a partition's bytes into text."""
+    touched: dict[tuple[bytes, int, str], bool] = {}
+    replaced: dict[tuple[bytes, int, str], set[str]] = defaultdict(set)
+    for e in changes:
+        t = e.index_file.index_type
+        if t not in BUCKET_INDEX_TYPES:
+            continue
+        key = (e.partition, e.bucket, t)
+        touched.setdefault(key, False)
+        if e.kind is FileKind.DELETE:
+            replaced[key].add(e.index_file.file_name)
+        else:
+            touched[key] = True
+    if not touched:
+        return
+    live: dict[tuple[bytes, int, str], set[str]] = defaultdict(set)
+    for e in previous:
+        key = (e.partition, e.bucket, e.index_file.index_type)
+        if key in touched:
+            live[key].add(e.index_file.file_name)
+    for key in touched:
+        mine, now = replaced.get(key, set()), live.get(key, set())
+        if mine == now:
+            continue
+        partition, bucket, index_type = key
+        where = label(partition) or "(unpartitioned)"
+        gone = sorted(mine - now)
+        other = sorted(now - mine)
+        why = []
+        if gone:
+            why.append(f"it replaces {', '.join(gone)}, no longer live")
+        if other:
+            why.append(f"the live {', '.join(other)} was written by another commit")
+        raise IndexConflictError(
+            f"table {table or '?'} partition {where} bucket {bucket}: commit user "
+            f"{commit_user!r} changes the {index_type} index, but {'; '.join(why)}; another "
+            "writer changed this bucket concurrently (one writer at a time per bucket)",
+            table=table, partition=where, bucket=bucket, index_type=index_type,
+        )

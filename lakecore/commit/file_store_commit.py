@@ -4,11 +4,19 @@ commit -> try_commit (retry loop with backoff) -> try_commit_once (read latest a
 manifests, ``plan_commit`` checks conflicts and plans the snapshot, then write manifests,
 create ``snapshot-N`` if absent, under the catalog lock when one is configured). Idempotent
 per (commit user, commit identifier).
+
+Index files travel with their increment: a message's ``new_index_files`` /
+``deleted_index_files`` go into the APPEND (or OVERWRITE) snapshot, its
+``compact_new_index_files`` / ``compact_deleted_index_files`` into the COMPACT one. Each
+attempt reads the latest snapshot's index manifest when the increment changes an index (or
+an OVERWRITE may drop one), and writes the combined entries as a new index manifest; otherwise
+the name is carried unchanged (``lakecore.commit.plan``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import random
 import time
@@ -22,6 +30,7 @@ from lakecore.commit.plan import (
     bucket_count_suspects,
     is_pure_append,
     merged_base,
+    needs_previous_index,
     overwrite_changes,
     plan_commit,
 )
@@ -30,14 +39,18 @@ from lakecore.errors import (
     CommitOutcomeUnknownError,
     CommitRetryableError,
     CommitTimeoutError,
+    CorruptFileError,
     LakecoreError,
     LakecoreValidationError,
 )
+from lakecore.format.index_manifest import IndexManifestEntry
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
+from lakecore.format.partition_string import partition_value_string
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
 from lakecore.store.commit_users import CommitUserIndex
 from lakecore.store.file_store import FileStore
+from lakecore.store.index_paths import index_file_path, statistics_path
 from lakecore.store.manifest_io import merge_entries
 from lakecore.store.partition_records import check_not_expired
 from lakecore.utils.faults import CrashStep, maybe_crash
@@ -135,15 +148,16 @@ class FileStoreCommit:
     def _commit(self, messages: Sequence[CommitMessage], identifier: int,
                 properties: dict[str, str] | None) -> CommitResult:
         append, append_log, compact, compact_log = self._collect(messages)
+        append_index, compact_index = self._collect_index(messages)
         ids: list[int] = []
-        if append or append_log:
+        if append or append_log or append_index:
             ids.append(self._try_commit(CommitKind.APPEND, lambda live: append, append_log,
-                                        identifier, properties))
+                                        identifier, properties, append_index))
             # the new files are committed now; only the compaction's own files may go
             self._abort_scope = [m.compaction_only() for m in messages]
-        if compact or compact_log:
+        if compact or compact_log or compact_index:
             ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
-                                        identifier, properties))
+                                        identifier, properties, compact_index))
         return CommitResult(tuple(ids))
 
     def overwrite(
@@ -166,6 +180,7 @@ class FileStoreCommit:
                    partition_filter: PartitionFilter | None, identifier: int,
                    properties: dict[str, str] | None) -> CommitResult:
         append, append_log, compact, compact_log = self._collect(messages)
+        append_index, compact_index = self._collect_index(messages)
         codec = self.table.partition_codec
 
         def matches(partition: bytes) -> bool:
@@ -175,24 +190,28 @@ class FileStoreCommit:
             return overwrite_changes(live, append, matches)
 
         ids = [self._try_commit(CommitKind.OVERWRITE, changes, append_log, identifier,
-                                properties)]
+                                properties, append_index, matches)]
         own = {e.file.file_name for e in append}
-        if (compact or compact_log) and all(
+        if (compact or compact_log or compact_index) and all(
                 e.file.file_name in own for e in compact if e.kind is FileKind.DELETE):
             # the writers' inline compaction of the new files, as Paimon's overwrite does (a
             # writer that did not ignore the previous files compacted replaced ones: dropped)
             self._abort_scope = [m.compaction_only() for m in messages]
             ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
-                                        identifier, properties))
+                                        identifier, properties, compact_index))
         return CommitResult(tuple(ids))
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
-        """Delete every file the messages' writers created."""
+        """Delete every file the messages' writers created: data, changelog and index files."""
         paths = self.table.paths
+        in_data_dir = self.table.options.index_file_in_data_file_dir
         for m in messages:
             for f in m.written_files():
                 self.table.file_io.delete_quietly(paths.data_file_path(m.partition, m.bucket,
                                                                        f.file_name))
+            for i in m.written_index_files():
+                self.table.file_io.delete_quietly(
+                    index_file_path(paths, m.partition, m.bucket, i, in_data_dir))
 
     # -- internals -----------------------------------------------------------------------
     @contextlib.contextmanager
@@ -231,6 +250,45 @@ class FileStoreCommit:
                 compact_log.append(ManifestEntry(FileKind.ADD, p, m.bucket, m.total_buckets, f))
         return append, append_log, compact, compact_log
 
+    def _collect_index(self, messages: Sequence[CommitMessage]
+                       ) -> tuple[list[IndexManifestEntry], list[IndexManifestEntry]]:
+        """(data increment, compaction increment) index changes: DELETEs then ADDs."""
+        enc = self.table.partition_codec.encode
+        append: list[IndexManifestEntry] = []
+        compact: list[IndexManifestEntry] = []
+        for m in messages:
+            if not (m.new_index_files or m.deleted_index_files or m.compact_new_index_files
+                    or m.compact_deleted_index_files):
+                continue
+            p = enc(m.partition)
+            for out, deleted, added in ((append, m.deleted_index_files, m.new_index_files),
+                                        (compact, m.compact_deleted_index_files,
+                                         m.compact_new_index_files)):
+                out += [IndexManifestEntry(FileKind.DELETE, p, m.bucket, f) for f in deleted]
+                out += [IndexManifestEntry(FileKind.ADD, p, m.bucket, f) for f in added]
+        return append, compact
+
+    def _partition_label(self, partition: bytes) -> str:
+        """``k=v/k=v`` for a partition's bytes (in conflict messages)."""
+        codec = self.table.partition_codec
+        return "/".join(f"{k}={partition_value_string(v, t)}" for k, v, t in
+                        zip(self.table.partition_keys, codec.decode(partition), codec.types))
+
+    def _statistics_schema_id(self, latest: Snapshot | None) -> int | None:
+        """The schema id recorded in the latest snapshot's statistics file (Java inherits the
+        file only while it matches the new snapshot's schema); None when there is none or it
+        cannot be read (then it is not inherited, as after a schema change)."""
+        if latest is None or not latest.statistics:
+            return None
+        path = statistics_path(self.table.paths, latest.statistics)
+        try:
+            data = json.loads(self.table.file_io.read_bytes(path))
+            schema_id = data.get("schemaId") if isinstance(data, dict) else None
+        except (CorruptFileError, ValueError) as e:
+            log.warning("statistics file %s unreadable (%s); not inherited", path, e)
+            return None
+        return schema_id if type(schema_id) is int else None
+
     def _try_commit(
         self,
         kind: CommitKind,
@@ -238,6 +296,8 @@ class FileStoreCommit:
         changelog: list[ManifestEntry],
         identifier: int,
         properties: dict[str, str] | None,
+        index_changes: Sequence[IndexManifestEntry] = (),
+        overwrite_matches: Callable[[bytes], bool] | None = None,
     ) -> int:
         maybe_crash(CrashStep.AFTER_DATA_FILES)
         opts = self.table.options
@@ -255,7 +315,7 @@ class FileStoreCommit:
             base_id = latest.id if latest else 0
             try:
                 return self._try_commit_once(latest, kind, changes_fn, changelog, identifier,
-                                             properties)
+                                             properties, index_changes, overwrite_matches)
             except CommitRetryableError as e:
                 attempt += 1
                 elapsed = self.clock() - start
@@ -279,6 +339,8 @@ class FileStoreCommit:
         changelog: list[ManifestEntry],
         identifier: int,
         properties: dict[str, str] | None,
+        index_changes: Sequence[IndexManifestEntry] = (),
+        overwrite_matches: Callable[[bytes], bool] | None = None,
     ) -> int:
         mio = self.mio
         prev_base: list[ManifestFileMeta] = []
@@ -304,6 +366,13 @@ class FileStoreCommit:
             live = merge_entries(base_entries)
         if changes is None:
             changes = changes_fn(live)
+        previous_index = None
+        if latest is not None and latest.index_manifest:
+            # decoded even when only carried by name: a damaged index manifest raises
+            # CorruptFileError naming it, and nothing is ever built on it
+            entries = mio.read_index_manifest(latest.index_manifest)
+            if needs_previous_index(kind, index_changes, latest):
+                previous_index = entries
         plan = plan_commit(
             kind, changes, live, latest,
             commit_user=self.commit_user,
@@ -313,6 +382,12 @@ class FileStoreCommit:
             other_users=self._users_since(self.base_snapshot_id, latest),
             key_types=self.key_types,
             properties=properties,
+            index_changes=index_changes,
+            previous_index=previous_index,
+            overwrite_matches=overwrite_matches,
+            statistics_schema_id=self._statistics_schema_id(latest),
+            table_name=self.table.identifier,
+            partition_label=self._partition_label,
         )
         return self._write_and_publish(plan, latest, prev_base + prev_delta, base_entries)
 
@@ -346,8 +421,15 @@ class FileStoreCommit:
                 written += [m.file_name for m in log_metas]
                 log_list = mio.write_manifest_list(log_metas)
                 written.append(log_list[0])
+            index_name = None
+            if plan.index_entries is not None:
+                index_name = mio.write_index_manifest(plan.index_entries)
+                if index_name is not None:
+                    written.append(index_name)
+                maybe_crash(CrashStep.AFTER_INDEX_MANIFEST)
             snapshot = plan.snapshot(base_list, delta_list, log_list,
-                                     time_millis=int(self.clock() * 1000))
+                                     time_millis=int(self.clock() * 1000),
+                                     written_index_manifest=index_name)
             base_id = latest.id if latest else 0
             if self.fresh_user:
                 if self._first_base_id is None:

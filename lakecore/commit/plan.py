@@ -3,6 +3,15 @@
 ``FileStoreCommit`` (the I/O step) reads the latest snapshot and its manifests, calls
 ``plan_commit`` on what it read and writes what the returned ``CommitPlan`` says. Nothing in
 this module touches a file, a clock or the lock.
+
+Besides the data files, every commit carries the latest snapshot's state forward as Java
+Paimon's ``FileStoreCommitImpl.tryCommitOnce`` does: the index manifest (the same name when the
+increment changes no index file; otherwise the previous entries with the increment applied,
+to be written as a new index manifest; an OVERWRITE also drops every index entry of the
+partitions it replaces, as Paimon's ``OverwriteChangesProvider``), the watermark (the latest
+one: lakecore commits carry none of their own, and Paimon keeps the maximum), ``nextRowId``
+(unchanged: lakecore assigns no row ids) and the ``statistics`` file of ANALYZE (kept while it
+was computed for the schema the new snapshot records, dropped after a schema change).
 """
 
 from __future__ import annotations
@@ -13,9 +22,11 @@ from dataclasses import dataclass
 from lakecore.commit.conflicts import (
     check_bucket_counts,
     check_deletes_live,
+    check_index_replacements,
     check_level_overlap,
 )
 from lakecore.format.bucket import POSTPONE_BUCKET
+from lakecore.format.index_manifest import IndexManifestEntry, combine_index_entries
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import CommitKind, Snapshot
@@ -38,6 +49,17 @@ class CommitPlan:
     delta_record_count: int
     changelog_record_count: int | None
     properties: Mapping[str, str] | None = None
+    # the index manifest: carried by name, or (index_entries not None) written anew
+    index_manifest: str | None = None
+    index_entries: tuple[IndexManifestEntry, ...] | None = None
+    watermark: int | None = None
+    statistics: str | None = None
+    next_row_id: int | None = None
+
+    @property
+    def writes_index_manifest(self) -> bool:
+        """Whether the executor must write ``index_entries`` as a new index manifest."""
+        return self.index_entries is not None
 
     def snapshot(
         self,
@@ -45,9 +67,12 @@ class CommitPlan:
         delta_list: tuple[str, int],
         changelog_list: tuple[str, int] | None,
         time_millis: int,
+        written_index_manifest: str | None = None,
     ) -> Snapshot:
-        """The snapshot to publish once the manifest lists (name, size) are written."""
+        """The snapshot to publish once the manifest lists (name, size) are written, and the
+        new index manifest when the plan writes one (None: it had no entries left)."""
         log_name, log_size = changelog_list if changelog_list is not None else (None, None)
+        index = written_index_manifest if self.writes_index_manifest else self.index_manifest
         return Snapshot(
             id=self.snapshot_id,
             schema_id=self.schema_id,
@@ -57,6 +82,7 @@ class CommitPlan:
             delta_manifest_list_size=delta_list[1],
             changelog_manifest_list=log_name,
             changelog_manifest_list_size=log_size,
+            index_manifest=index,
             commit_user=self.commit_user,
             commit_identifier=self.commit_identifier,
             commit_kind=self.kind,
@@ -64,7 +90,10 @@ class CommitPlan:
             total_record_count=self.total_record_count,
             delta_record_count=self.delta_record_count,
             changelog_record_count=self.changelog_record_count,
+            watermark=self.watermark,
+            statistics=self.statistics,
             properties=dict(self.properties) if self.properties else None,
+            next_row_id=self.next_row_id,
         )
 
 
@@ -81,16 +110,36 @@ def plan_commit(
     other_users: Iterable[str] = (),
     key_types: Sequence[DataType] = (),
     properties: Mapping[str, str] | None = None,
+    index_changes: Sequence[IndexManifestEntry] = (),
+    previous_index: Sequence[IndexManifestEntry] | None = None,
+    overwrite_matches: Callable[[bytes], bool] | None = None,
+    statistics_schema_id: int | None = None,
+    table_name: str = "",
+    partition_label: Callable[[bytes], str] = bytes.hex,
 ) -> CommitPlan:
     """Check ``changes`` against ``live`` (the latest snapshot's live files by identifier,
     or for a pure append only those that may disagree on the bucket count) and plan the
     snapshot after ``latest``. Raises a ``CommitConflictError`` subclass: a DELETE of a file
-    no longer live (``other_users`` committed since the base), a bucket-count change, or for
-    COMPACT a key-range overlap in a level >= 1 (``key_types``: the trimmed primary key)."""
+    no longer live (``other_users`` committed since the base), a bucket-count change, for
+    COMPACT a key-range overlap in a level >= 1 (``key_types``: the trimmed primary key), or an
+    index file replaced behind the writer's back (``IndexConflictError``).
+
+    ``index_changes`` is the increment's index ADDs and DELETEs; ``previous_index`` the latest
+    snapshot's index entries, read whenever ``needs_previous_index`` says so (else None). For
+    an OVERWRITE, ``overwrite_matches`` picks the replaced partitions (None: all of them).
+    ``statistics_schema_id`` is the schema id recorded in the latest snapshot's statistics
+    file, when it has one and it could be read."""
     check_deletes_live(changes, live, commit_user, other_users)
     check_bucket_counts(changes, live, commit_user)
     if kind is CommitKind.COMPACT:
         check_level_overlap(changes, live, key_types, commit_user)
+    previous = list(previous_index or ())
+    if kind is CommitKind.OVERWRITE:
+        index_changes = overwrite_index_changes(previous, index_changes, overwrite_matches)
+    check_index_replacements(index_changes, previous, commit_user, table=table_name,
+                             label=partition_label)
+    index_name, index_entries = plan_index(latest, previous, index_changes)
+    keep_statistics = latest is not None and statistics_schema_id == schema_id
     delta_rows = _rows(changes, FileKind.ADD) - _rows(changes, FileKind.DELETE)
     prev_total = latest.total_record_count if latest and latest.total_record_count else 0
     return CommitPlan(
@@ -105,7 +154,47 @@ def plan_commit(
         delta_record_count=delta_rows,
         changelog_record_count=_rows(changelog, FileKind.ADD) if changelog else None,
         properties=dict(properties) if properties else None,
+        index_manifest=index_name,
+        index_entries=index_entries,
+        watermark=latest.watermark if latest else None,
+        statistics=latest.statistics if latest and keep_statistics else None,
+        next_row_id=latest.next_row_id if latest else None,
     )
+
+
+def needs_previous_index(kind: CommitKind, index_changes: Sequence[IndexManifestEntry],
+                         latest: Snapshot | None) -> bool:
+    """Whether the executor must read the latest snapshot's index entries for ``plan_commit``:
+    when the increment changes an index, or an OVERWRITE may drop some."""
+    if latest is None or not latest.index_manifest:
+        return False
+    return bool(index_changes) or kind is CommitKind.OVERWRITE
+
+
+def plan_index(
+    latest: Snapshot | None,
+    previous: Sequence[IndexManifestEntry],
+    changes: Sequence[IndexManifestEntry],
+) -> tuple[str | None, tuple[IndexManifestEntry, ...] | None]:
+    """(index manifest name carried unchanged, None) when ``changes`` is empty; otherwise
+    (None, the live entries after applying ``changes`` to ``previous``), to be written."""
+    if not changes:
+        return (latest.index_manifest if latest else None), None
+    return None, tuple(combine_index_entries(previous, changes))
+
+
+def overwrite_index_changes(
+    previous: Sequence[IndexManifestEntry],
+    changes: Sequence[IndexManifestEntry],
+    matches: Callable[[bytes], bool] | None,
+) -> list[IndexManifestEntry]:
+    """An OVERWRITE's index changes: DELETE every previous index entry of a replaced partition
+    (``matches``; None: every partition), then the messages' own changes."""
+    named = {e.index_file.file_name for e in changes if e.kind is FileKind.DELETE}
+    drops = [e.as_delete() for e in previous
+             if (matches is None or matches(e.partition))
+             and e.index_file.file_name not in named]
+    return drops + list(changes)
 
 
 def is_pure_append(changes: Iterable[ManifestEntry]) -> bool:

@@ -10,13 +10,14 @@ reads, a hash join on the key columns, vectorized masks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.compact.lookup import apply_vector
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.io.data_file_reader import read_data_file
@@ -31,8 +32,10 @@ _ROW = "__lakecore_row"
 class ChangelogMaker:
     """Produces the changelog files of a compaction (lookup and full-compaction producers)."""
 
-    def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int) -> None:
+    def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
+                 vectors: Mapping[str, np.ndarray] | None = None) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
+        self.vectors = vectors or {}  # deletion vectors: rows already superseded
         s = table.schema
         self.key_cols = [KEY_PREFIX + k for k in s.trimmed_primary_keys]
         self.value_cols = s.row_type.names
@@ -49,6 +52,7 @@ class ChangelogMaker:
         runs = []
         for f in sorted(files, key=lambda f: f.max_sequence_number):
             t = read_data_file(self.table, self.partition, self.bucket, f, self.columns)
+            t = apply_vector(t, self.vectors.get(f.file_name))
             if keys is not None:
                 t = _semi_join(t, keys, self.key_cols)
             runs.append([t])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lakecore.compact.changelog import ChangelogMaker
+from lakecore.compact.deletion_vectors import BucketVectors
 from lakecore.compact.keys import KeyOrder
 from lakecore.compact.levels import Levels
 from lakecore.compact.planner import plan_compaction
@@ -32,12 +33,21 @@ def key_order(table: FileStore) -> KeyOrder:
 
 
 class BucketCompactor:
-    """Compacts one (partition, bucket) of a primary-key table from a known file list."""
+    """Compacts one (partition, bucket) of a primary-key table from a known file list.
+
+    ``vectors``: the bucket's deletion vectors (tables with ``deletion-vectors.enabled``; when
+    None they are loaded from the latest snapshot). Such a compaction marks superseded rows
+    in their files' vectors (``dv_compact.py``) and writes the bucket's new index file.
+    """
 
     def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  files: Sequence[DataFileMeta], strategy: CompactStrategy | None = None,
-                 chunk_rows: int = 128 * 1024) -> None:
+                 chunk_rows: int = 128 * 1024, vectors: BucketVectors | None = None) -> None:
         check_rewritable(table, files)
+        self.dv: BucketVectors | None = None
+        if table.options.deletion_vectors_enabled:
+            self.dv = vectors if vectors is not None else BucketVectors.load_latest(
+                table, partition, bucket)
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
         self.chunk_rows = chunk_rows  # rows read per run per merge round: bounds memory
         o = table.options
@@ -48,6 +58,9 @@ class BucketCompactor:
 
     def compact(self, full: bool = False) -> CompactResult:
         """One compaction (or, for tables that need lookup, until level 0 is empty)."""
+        if self.dv is not None:
+            from lakecore.compact.dv_compact import compact_with_vectors
+            return compact_with_vectors(self, self.dv, full)
         o = self.table.options
         lookup = needs_lookup(o)
         result = CompactResult()
@@ -77,7 +90,8 @@ class BucketCompactor:
         return result
 
     def _with_changelog(self, unit: CompactUnit, result: CompactResult,
-                        created: set[str]) -> CompactResult:
+                        created: set[str], vectors: Mapping[str, Any] | None = None
+                        ) -> CompactResult:
         """Add lookup / full-compaction changelog for this round (before Levels.update)."""
         producer = self.table.options.changelog_producer
         if producer not in (ChangelogProducer.LOOKUP, ChangelogProducer.FULL_COMPACTION):
@@ -85,7 +99,7 @@ class BucketCompactor:
         levels = self.levels
         unit_files = list(unit.files)
         upper = [f for f in levels.all_files() if f.level > 0]
-        maker = ChangelogMaker(self.table, self.partition, self.bucket)
+        maker = ChangelogMaker(self.table, self.partition, self.bucket, vectors)
         if producer is ChangelogProducer.LOOKUP:
             l0 = [f for f in unit_files if f.level == 0]
             if not l0:
@@ -107,8 +121,11 @@ class BucketCompactor:
         created.update(f.file_name for f in files)
         return CompactResult(result.before, result.after, result.changelog + files)
 
-    def _execute(self, steps: Sequence[Rewrite | Upgrade]) -> CompactResult:
-        rewriter = MergeTreeRewriter(self.table, self.partition, self.bucket, self.chunk_rows)
+    def _execute(self, steps: Sequence[Rewrite | Upgrade],
+                 vectors: Mapping[str, Any] | None = None,
+                 extra_run: Any = None) -> CompactResult:
+        rewriter = MergeTreeRewriter(self.table, self.partition, self.bucket, self.chunk_rows,
+                                     vectors)
         before: list[DataFileMeta] = []
         after: list[DataFileMeta] = []
         written: list[DataFileMeta] = []
@@ -120,7 +137,7 @@ class BucketCompactor:
                     continue
                 new = rewriter.rewrite(
                     [[run.files for run in s] for s in step.sections],
-                    step.output_level, step.drop_delete,
+                    step.output_level, step.drop_delete, extra_run,
                 )
                 written.extend(new)
                 maybe_crash(CrashStep.COMPACT_AFTER_REWRITE)

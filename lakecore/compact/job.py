@@ -22,16 +22,24 @@ from typing import Any
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
 from lakecore.commit.message import CommitMessage
 from lakecore.compact.append_compaction import AppendCompaction, full_bucketed, pick_bucketed
+from lakecore.compact.deletion_vectors import BucketVectors
 from lakecore.compact.executor import BucketCompactor, compact_append_files, key_order
 from lakecore.compact.levels import Levels
 from lakecore.compact.planner import plan_compaction as plan_bucket
 from lakecore.compact.postpone import PostponeTask, plan_postpone, run_postpone_task
 from lakecore.compact.unit import CompactResult
 from lakecore.compact.universal import create_compact_strategy
-from lakecore.errors import CommitConflictError, CommitTimeoutError, LakecoreValidationError
+from lakecore.errors import (
+    CommitConflictError,
+    CommitTimeoutError,
+    LakecoreValidationError,
+    UnsupportedFeatureError,
+)
 from lakecore.format.bucket import POSTPONE_BUCKET
+from lakecore.format.index_manifest import IndexFileMeta
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER
+from lakecore.read.deletion_vectors import dv_entries
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
 from lakecore.utils.faults import CrashStep, maybe_crash
@@ -46,6 +54,8 @@ class BucketTask:
     total_buckets: int
     files: tuple[DataFileMeta, ...]
     snapshot_id: int
+    # deletion-vector tables: the bucket's live DV index files at the planned snapshot
+    index_files: tuple[IndexFileMeta, ...] = ()
 
     @property
     def bytes(self) -> int:
@@ -107,14 +117,44 @@ def _matches(partition: tuple, keys: Sequence[str],
     return any(partition_equals(dict(p), list(keys))(partition) for p in partitions)
 
 
-def _has_work(table: FileStore, files: Sequence[DataFileMeta], full: bool) -> bool:
+def _has_work(table: FileStore, files: Sequence[DataFileMeta], full: bool,
+              index_files: Sequence[IndexFileMeta] = ()) -> bool:
     o = table.options
     if table.is_primary_key_table:
         levels = Levels(key_order(table), list(files), o.num_levels)
         strategy = create_compact_strategy(o, restore_files=files)
-        return plan_bucket(levels, strategy, target_file_size=o.target_file_size(True),
-                           small_file_ratio=o.compaction_small_file_ratio, full=full) is not None
+        dv = o.deletion_vectors_enabled
+        with_vector = {n for m in index_files for n in (m.dv_ranges or {})}
+        if plan_bucket(levels, strategy, target_file_size=o.target_file_size(True),
+                       small_file_ratio=o.compaction_small_file_ratio, full=full,
+                       rewrite_if=(lambda f: f.file_name in with_vector) if dv else None,
+                       deletion_vectors=dv) is not None:
+            return True
+        return dv and (_deleted_heavy(table, files, index_files)
+                       or _may_need_repair(table, files))
     return bool(_append_groups(table, files, full))
+
+
+def _may_need_repair(table: FileStore, files: Sequence[DataFileMeta]) -> bool:
+    """Levels >= 1 that may predate the vectors: a kept retraction, or two runs one of which
+    was written under a schema without vectors (the executor then reads their keys to see
+    whether one is live twice; if not, it does nothing)."""
+    upper = [f for f in files if f.level > 0]
+    if any(f.delete_row_count is None or f.delete_row_count > 0 for f in upper):
+        return True
+    if len({f.level for f in upper}) < 2:
+        return False
+    ids = {f.schema_id for f in upper}
+    return any(not table.schema_of(i).core_options.deletion_vectors_enabled for i in ids)
+
+
+def _deleted_heavy(table: FileStore, files: Sequence[DataFileMeta],
+                   index_files: Sequence[IndexFileMeta]) -> bool:
+    """A file whose vector covers more than ``compaction.delete-ratio-threshold`` of it."""
+    ratio = table.options.compaction_delete_ratio_threshold
+    cards = {n: r.cardinality for m in index_files for n, r in (m.dv_ranges or {}).items()}
+    return any(f.row_count and (cards.get(f.file_name) or 0) / f.row_count > ratio
+               for f in files if f.level > 0)
 
 
 def _append_groups(table: FileStore, files: Sequence[DataFileMeta], full: bool
@@ -144,6 +184,8 @@ def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | 
                    and _matches(codec.decode(p), table.partition_keys, partitions)}
         tasks += plan_postpone(table, latest, live, pending)
     considered = len(tasks)
+    dv_index = (dv_entries(table, table.snapshot_manager.snapshot(latest))
+                if table.options.deletion_vectors_enabled else {})
     for (pbytes, bucket), entries in sorted(live.items()):
         partition = codec.decode(pbytes)
         if (bucket == POSTPONE_BUCKET or pbytes in pending
@@ -151,8 +193,10 @@ def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | 
             continue
         considered += 1
         files = tuple(e.file for e in entries)
-        if _has_work(table, files, full):
-            tasks.append(BucketTask(partition, bucket, entries[0].total_buckets, files, latest))
+        index_files = tuple(e.index_file for e in dv_index.get((tuple(partition), bucket), ()))
+        if _has_work(table, files, full, index_files):
+            tasks.append(BucketTask(partition, bucket, entries[0].total_buckets, files, latest,
+                                    index_files))
     tasks.sort(key=lambda t: -t.bytes)
     if max_buckets is not None:
         tasks = tasks[:max_buckets]
@@ -174,9 +218,14 @@ def run_task(table: FileStore, task: CompactionTask, full: bool) -> list[CommitM
 def run_bucket_task(table: FileStore, task: BucketTask, full: bool) -> CommitMessage | None:
     """Compact one bucket (writes files; commits nothing). Runs on a Spark executor as is."""
     if table.is_primary_key_table:
-        result = BucketCompactor(table, task.partition, task.bucket, task.files).compact(full)
+        vectors = None
+        if table.options.deletion_vectors_enabled:
+            vectors = BucketVectors.load(table, task.partition, task.bucket, task.index_files)
+        result = BucketCompactor(table, task.partition, task.bucket, task.files,
+                                 vectors=vectors).compact(full)
     else:
         groups = _append_groups(table, task.files, full)
+        _refuse_vectors(task, groups)
         result = compact_append_files(table, task.partition, task.bucket, groups) if groups \
             else CompactResult()
     if result.is_empty():
@@ -188,7 +237,20 @@ def run_bucket_task(table: FileStore, task: BucketTask, full: bool) -> CommitMes
         compact_before=result.before,
         compact_after=result.after,
         compact_changelog_files=result.changelog,
+        compact_new_index_files=result.index_after,
+        compact_deleted_index_files=result.index_before,
     )
+
+
+def _refuse_vectors(task: BucketTask, groups: Sequence[Sequence[DataFileMeta]]) -> None:
+    """Append files with deletion vectors are not rewritten (lakecore would have to carry the
+    vectors over); refuse rather than bring deleted rows back."""
+    marked = {n for m in task.index_files for n in (m.dv_ranges or {})}
+    hit = sorted(f.file_name for g in groups for f in g if f.file_name in marked)
+    if hit:
+        raise UnsupportedFeatureError(
+            f"compacting append files that have deletion vectors is not supported "
+            f"(partition {list(task.partition)}, bucket {task.bucket}: {hit[:3]})")
 
 
 def commit_compaction(table: FileStore, messages: Sequence[CommitMessage],

@@ -56,8 +56,12 @@ def plan_compaction(
     force_keep_delete: bool = False,
     force_rewrite_all_files: bool = False,
     rewrite_if: Callable[[DataFileMeta], bool] | None = None,
+    deletion_vectors: bool = False,
 ) -> CompactTaskPlan | None:
-    """Pick a unit from ``levels`` and plan its task; None when there is nothing to do."""
+    """Pick a unit from ``levels`` and plan its task; None when there is nothing to do.
+    ``deletion_vectors``: every output at a level >= 1 drops deletes (Paimon's
+    ``MergeTreeCompactManager`` with a DV maintainer: older versions are marked deleted in
+    their files' vectors instead of being cancelled by a kept retraction)."""
     unit = pick_unit(
         levels, strategy, full=full,
         force_rewrite_all_files=force_rewrite_all_files, rewrite_if=rewrite_if,
@@ -66,7 +70,7 @@ def plan_compaction(
         return None
     drop_delete = should_drop_delete(
         unit.output_level, levels.non_empty_highest_level(), force_keep_delete
-    )
+    ) or (deletion_vectors and unit.output_level != 0 and not force_keep_delete)
     plan = plan_rewrite(
         unit, levels.keys,
         max_level=levels.max_level,

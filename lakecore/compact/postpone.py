@@ -247,6 +247,8 @@ def _message(table: FileStore, partition: tuple, total_buckets: int, bucket: int
         compact_before=tuple(f for f in result.before if f.file_name not in new_names),
         compact_after=tuple(f for f in new if f.file_name not in consumed) + result.after,
         compact_changelog_files=tuple(changelog) + result.changelog,
+        compact_new_index_files=result.index_after,
+        compact_deleted_index_files=result.index_before,
     )
 
 

@@ -2,16 +2,23 @@
 
 Streaming and columnar: each sorted run is read chunk by chunk (its files are in key order)
 and ``merge_runs`` merges the runs in bounded memory, so a bucket larger than RAM compacts.
+In a deletion-vector table every input file is read with its vector applied (a marked row was
+superseded and must not come back), and the superseded higher-level rows a lookup found can be
+merged in as one more, oldest, run (``extra_run``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
+from lakecore.compact.lookup import apply_vector
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource
-from lakecore.io.data_file_reader import iter_sorted_run
+from lakecore.io.data_file_reader import iter_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.merge.runs import merge_runs
@@ -24,8 +31,10 @@ class MergeTreeRewriter:
     """Rewrites sections of one (partition, bucket) of a primary-key table."""
 
     def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
-                 chunk_rows: int = 128 * 1024) -> None:
+                 chunk_rows: int = 128 * 1024,
+                 vectors: Mapping[str, np.ndarray] | None = None) -> None:
         self.table, self.partition, self.bucket = table, tuple(partition), bucket
+        self.vectors = vectors or {}
         self.file_spec = file_writer_spec(table)
         self.merge_spec = merge_spec_for(table)
         s = table.schema
@@ -37,29 +46,47 @@ class MergeTreeRewriter:
         self.chunk_rows = chunk_rows
         self.bytes_read = 0
 
-    def rewrite(self, sections: Sequence[Section], output_level: int, drop_delete: bool
-                ) -> list[DataFileMeta]:
+    def _run(self, files: Sequence[DataFileMeta]) -> Iterator[pa.Table]:
+        """A sorted run's chunks, deletion vectors applied."""
+        for f in files:
+            vec = self.vectors.get(f.file_name)
+            offset = 0
+            for chunk in iter_data_file(self.table, self.partition, self.bucket, f,
+                                        self.columns, self.chunk_rows):
+                n = chunk.num_rows
+                chunk = apply_vector(chunk, vec, offset)
+                offset += n
+                if chunk.num_rows:
+                    yield chunk
+
+    def rewrite(self, sections: Sequence[Section], output_level: int, drop_delete: bool,
+                extra_run: pa.Table | None = None) -> list[DataFileMeta]:
         """Merge every section into files rolled at ``target-file-size`` at ``output_level``.
-        Sections do not overlap each other and are given in key order, so one writer serves."""
+        Sections do not overlap each other and are given in key order, so one writer serves.
+        ``extra_run`` (key order, older than every section) is merged with all of them."""
         writer = RollingFileWriter(
             self.table.file_io, self.table.paths, self.partition, self.bucket, self.file_spec,
             level=output_level, file_source=FileSource.COMPACT,
         )
         try:
+            if extra_run is not None:
+                runs = [self._run(run) for section in sections for run in section]
+                for section in sections:
+                    for run in section:
+                        self.bytes_read += sum(f.file_size for f in run)
+                runs.append(iter([extra_run.select(self.columns)]))
+                for chunk in merge_runs(runs, self.merge_spec, drop_retracts=drop_delete):
+                    writer.write(chunk)
+                return writer.close()
             for section in sections:
                 for run in section:
                     self.bytes_read += sum(f.file_size for f in run)
                 if len(section) == 1 and not drop_delete:
                     # one run is already merged; just copy it into the new files
-                    for chunk in iter_sorted_run(self.table, self.partition, self.bucket,
-                                                 section[0], self.columns, self.chunk_rows):
+                    for chunk in self._run(section[0]):
                         writer.write(chunk)
                     continue
-                runs = [
-                    iter_sorted_run(self.table, self.partition, self.bucket, run, self.columns,
-                                    self.chunk_rows)
-                    for run in section
-                ]
+                runs = [self._run(run) for run in section]
                 for chunk in merge_runs(runs, self.merge_spec, drop_retracts=drop_delete):
                     writer.write(chunk)
             return writer.close()

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lakecore.compact.levels import LevelSortedRun
+from lakecore.format.index_manifest import IndexFileMeta
 from lakecore.format.manifest import DataFileMeta
 
 
@@ -51,17 +52,23 @@ class CompactResult:
     """A compaction as a diff of the bucket's files, plus the changelog files it produced.
 
     An upgraded file is in ``before`` at its old level and in ``after`` at its new one; the
-    same diff goes to ``Levels.update`` and into the COMPACT commit message.
+    same diff goes to ``Levels.update`` and into the COMPACT commit message. A deletion-vector
+    compaction also names the bucket's new index file (``index_after``) and the ones it
+    replaces (``index_before``): the message's compaction increment.
     """
 
     before: tuple[DataFileMeta, ...] = ()
     after: tuple[DataFileMeta, ...] = ()
     changelog: tuple[DataFileMeta, ...] = ()
+    index_after: tuple[IndexFileMeta, ...] = ()
+    index_before: tuple[IndexFileMeta, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "before", tuple(self.before))
         object.__setattr__(self, "after", tuple(self.after))
         object.__setattr__(self, "changelog", tuple(self.changelog))
+        object.__setattr__(self, "index_after", tuple(self.index_after))
+        object.__setattr__(self, "index_before", tuple(self.index_before))
 
     def merge(self, other: CompactResult) -> CompactResult:
         """Both results as one (steps of one compaction task are merged this way)."""
@@ -69,7 +76,10 @@ class CompactResult:
             self.before + other.before,
             self.after + other.after,
             self.changelog + other.changelog,
+            self.index_after + other.index_after,
+            self.index_before + other.index_before,
         )
 
     def is_empty(self) -> bool:
-        return not (self.before or self.after or self.changelog)
+        return not (self.before or self.after or self.changelog or self.index_after
+                    or self.index_before)

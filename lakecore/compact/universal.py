@@ -237,11 +237,13 @@ def full_compaction(
 
 
 def needs_lookup(options: CoreOptions) -> bool:
-    """Paimon's ``LookupStrategy.needLookup`` for the options lakecore knows (lakecore has no
-    deletion vectors or ``force-lookup``): lookup changelog, or the first-row engine."""
+    """Paimon's ``LookupStrategy.needLookup`` for the options lakecore knows (no
+    ``force-lookup``): lookup changelog, the first-row engine, or deletion vectors (a level-0
+    row is invisible until a compaction lifts it and marks what it supersedes)."""
     return (
         options.changelog_producer is ChangelogProducer.LOOKUP
         or options.merge_engine is MergeEngine.FIRST_ROW
+        or (options.deletion_vectors_enabled and bool(options.primary_keys))
     )
 
 

@@ -2,13 +2,17 @@
 
 Keys are Paimon's camelCase names in Java's order. Optional keys are written only when set: Java
 marks each of them ``@JsonInclude(NON_NULL)`` and pypaimon's ``non_null``, so neither writes an
-explicit null. Readers ignore keys they do not know, so we do too.
+explicit null. Keys this module does not know (a newer Paimon's ``operation``, another writer's
+own) are kept in ``extra`` and written back after the known ones, so re-serialising a foreign
+snapshot (a tag copy, a rollback restoring a tag's snapshot) loses nothing. A new snapshot never
+inherits them: they describe the snapshot they were read from.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
@@ -62,6 +66,7 @@ class Snapshot:
     total_data_files: int | None = None
     uuid: str | None = None
     writer_version: str | None = None
+    extra: Mapping[str, Any] | None = field(default=None, hash=False)  # unknown keys, kept
 
     def to_json(self) -> str:
         """Paimon's snapshot JSON (2-space indent, as pypaimon writes it)."""
@@ -75,6 +80,9 @@ class Snapshot:
             elif kind == "offsets":
                 value = {str(k): v for k, v in value.items()}
             out[key] = value
+        for key, value in (self.extra or {}).items():
+            if key not in _KNOWN_KEYS:
+                out[key] = value
         return json.dumps(out, indent=2, ensure_ascii=False)
 
     @classmethod
@@ -94,6 +102,9 @@ class Snapshot:
                     raise CorruptFileError(path, f"snapshot lacks required key {key!r}")
                 continue
             values[attr] = _parse(value, kind, key, path)
+        extra = {k: v for k, v in data.items() if k not in _KNOWN_KEYS}
+        if extra:
+            values["extra"] = extra
         return cls(**values)
 
 
@@ -149,3 +160,4 @@ _FIELDS: tuple[tuple[str, str, str, bool], ...] = (
     ("uuid", "uuid", "str", False),
     ("writer_version", "writerVersion", "str", False),
 )
+_KNOWN_KEYS = frozenset(key for _, key, _, _ in _FIELDS)

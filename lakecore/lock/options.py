@@ -1,7 +1,8 @@
 """Catalog options for the lock, in Paimon's shape, parsed into a value, then into a lock.
 
 Paimon's keys: ``lock.enabled``, ``lock.type``, ``lock-acquire-timeout`` (8 min),
-``lock-check-max-sleep`` (8 s), ``catalog-key`` (``jdbc``). ``lock.uri`` is the SQLAlchemy URL
+``lock-check-max-sleep`` (8 s), ``catalog-key`` (``jdbc``), ``lock-key-max-length`` (255, the
+lock table's ``lock_id`` width when lakecore creates it). ``lock.uri`` is the SQLAlchemy URL
 of the lock database (Paimon's JDBC catalog uses its own ``uri``). ``lock-expire-time`` is
 lakecore's own: how long a row stays valid if its holder dies (default: the acquire timeout,
 which is what Paimon's JDBC lock stores).
@@ -34,9 +35,11 @@ LOCK_URI = "lock.uri"
 LOCK_ACQUIRE_TIMEOUT = "lock-acquire-timeout"
 LOCK_CHECK_MAX_SLEEP = "lock-check-max-sleep"
 LOCK_EXPIRE_TIME = "lock-expire-time"
+LOCK_KEY_MAX_LENGTH = "lock-key-max-length"
 CATALOG_KEY = "catalog-key"
 LOCK_KEYS = (LOCK_ENABLED, LOCK_TYPE, LOCK_URI, LOCK_ACQUIRE_TIMEOUT, LOCK_CHECK_MAX_SLEEP,
-             LOCK_EXPIRE_TIME)
+             LOCK_EXPIRE_TIME, LOCK_KEY_MAX_LENGTH)
+DEFAULT_LOCK_KEY_MAX_LENGTH = 255
 LOCK_TYPES = ("jdbc",)
 
 # Airflow's Connection.get_uri() and hand-written URLs name no driver (or a legacy one):
@@ -60,6 +63,7 @@ class LockOptions:
     acquire_timeout: timedelta = DEFAULT_ACQUIRE_TIMEOUT
     check_max_sleep: timedelta = DEFAULT_CHECK_MAX_SLEEP
     expire: timedelta | None = None
+    lock_key_max_length: int = DEFAULT_LOCK_KEY_MAX_LENGTH
 
 
 def normalize_lock_uri(uri: str) -> str:
@@ -135,9 +139,20 @@ def parse_lock_options(options: Mapping[str, str],
                           "postgresql+psycopg://user@host/airflow, or sqlite:////path/locks.db)"
                           " or set lock.enabled=false")
     acquire_timeout = _duration(options, LOCK_ACQUIRE_TIMEOUT, DEFAULT_ACQUIRE_TIMEOUT)
-    expire = _duration(options, LOCK_EXPIRE_TIME, max(acquire_timeout, timedelta(seconds=1)))
-    if expire < timedelta(seconds=1):
+    # Like Paimon, the row's expiry defaults to the acquire timeout (whole seconds, rounded
+    # down); an explicit lock-expire-time must be at least one of them.
+    expire = _duration(options, LOCK_EXPIRE_TIME, acquire_timeout)
+    if LOCK_EXPIRE_TIME in options and expire < timedelta(seconds=1):
         raise OptionError(LOCK_EXPIRE_TIME, "must be at least 1 s (rows store whole seconds)")
+    max_length = DEFAULT_LOCK_KEY_MAX_LENGTH
+    if LOCK_KEY_MAX_LENGTH in options:
+        try:
+            max_length = int(options[LOCK_KEY_MAX_LENGTH])
+        except ValueError:
+            max_length = 0
+        if max_length <= 0:
+            raise OptionError(LOCK_KEY_MAX_LENGTH, "must be a positive integer, got "
+                              f"{options[LOCK_KEY_MAX_LENGTH]!r}")
     return LockOptions(
         enabled=enabled,
         type=lock_type,
@@ -146,6 +161,7 @@ def parse_lock_options(options: Mapping[str, str],
         acquire_timeout=acquire_timeout,
         check_max_sleep=_duration(options, LOCK_CHECK_MAX_SLEEP, DEFAULT_CHECK_MAX_SLEEP),
         expire=expire,
+        lock_key_max_length=max_length,
     )
 
 
@@ -169,6 +185,7 @@ def lock_from_options(options: Mapping[str, str],
             acquire_timeout=parsed.acquire_timeout,
             check_max_sleep=parsed.check_max_sleep,
             expire=parsed.expire,
+            lock_id_max_length=parsed.lock_key_max_length,
         )
     except CatalogLockError as e:  # unsupported database, in-memory SQLite
         raise OptionError(LOCK_URI, str(e)) from e

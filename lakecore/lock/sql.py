@@ -1,16 +1,22 @@
 """``SqlCatalogLock``: Paimon's JDBC catalog lock, on SQLAlchemy, in the Airflow metadata DB.
 
-One row per held lock in ``lakecore_catalog_locks``; the primary key does the excluding:
+It uses Paimon's own table, lock id and statements (``lakecore.lock.sql_schema``), so a Java
+Paimon writer with the JDBC catalog lock and lakecore exclude each other on one warehouse:
 
-* acquire = INSERT. Contention is the primary-key violation and nothing else: every other
-  database error propagates.
-* release = DELETE by lock id *and* owner, in ``finally``. Each acquisition has its own owner
-  token, so a holder can never delete a row another owner inserted after taking over.
-* a row whose own stored expiry has passed (its holder died) is deleted by the next acquirer.
-  Ages are measured on the database's clock, one clock for every machine, so client clock skew
-  between Spark drivers cannot make a live lock look stale.
+* lock id ``<catalog-key>.<database>.<table>``; one row per held lock in
+  ``paimon_distributed_locks``, whose primary key does the excluding.
+* acquire = Paimon's INSERT of ``(lock_id, expire_time_seconds)`` plus our owner token;
+  ``expire_time_seconds`` is the timeout in milliseconds integer-divided by 1000, as Paimon
+  stores it. Contention is the primary-key violation and nothing else: every other database
+  error propagates.
+* a row older than its ``expire_time_seconds`` on the database's clock (Paimon's comparison,
+  per dialect) is deleted by the next acquirer, whoever inserted it.
+* release = DELETE by lock id *and* ``lock_owner``, in ``finally``: a holder never deletes a
+  row another owner inserted after taking over (Paimon's own release deletes by lock id).
 * waiting is capped exponential backoff (with jitter) up to ``lock-acquire-timeout``; the
   timeout error names the holder and since when.
+* the table lakecore used before, ``lakecore_catalog_locks``, is read once on first use: a lock
+  still held there is honoured until it is released or expires.
 
 Connections are validated on checkout (``pool_pre_ping``), so a pooled connection the server
 dropped is replaced instead of failing a commit. SQLite (own file, busy timeout), PostgreSQL
@@ -20,7 +26,6 @@ and MySQL/MariaDB are supported.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import random
 import socket
@@ -31,34 +36,31 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import (
-    BigInteger,
-    String,
-    bindparam,
-    create_engine,
-    delete,
-    event,
-    insert,
-    inspect,
-    literal_column,
-    select,
-)
+from sqlalchemy import create_engine, event, inspect, text
 from sqlalchemy.engine import URL, Connection, CursorResult, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
-from sqlalchemy.sql.elements import BindParameter, ColumnClause
 
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
 from lakecore.lock.base import DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CHECK_MAX_SLEEP
 from lakecore.lock.sql_schema import (
+    ADD_OWNER_SQL,
+    LEGACY_TABLE_NAME,
     LOCK_ID_MAX_LENGTH,
     LOCKS,
     NOW_MS,
+    OWNER_COLUMN,
+    OWNER_MAX_LENGTH,
     TABLE_NAME,
     LockHolder,
+    create_table_sql,
+    expire_seconds,
     is_duplicate_key,
     sqlite_pragmas,
+    statements,
     utc_millis,
 )
+
+__all__ = ["LOCKS", "TABLE_NAME", "LockHolder", "SqlCatalogLock"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -111,6 +113,7 @@ class SqlCatalogLock:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         engine_options: dict[str, Any] | None = None,
+        lock_id_max_length: int = LOCK_ID_MAX_LENGTH,
     ) -> None:
         from sqlalchemy.engine import make_url
 
@@ -129,24 +132,27 @@ class SqlCatalogLock:
         self.catalog_key = catalog_key
         self.acquire_timeout = acquire_timeout
         self.check_max_sleep = check_max_sleep
+        self.lock_id_max_length = lock_id_max_length
         # Paimon's JDBC lock stores the acquire timeout as the row's expiry; so do we by default.
         self.expire = expire if expire is not None else acquire_timeout
-        self.expire_seconds = max(1, math.ceil(self.expire.total_seconds()))
+        self.expire_seconds = expire_seconds(self.expire)  # rounded as Paimon rounds it
         self.clock, self.sleep = clock, sleep
         self.rng = rng or random.Random()
         self.engine_options = dict(engine_options or {})
-        # Built once: executing a prepared construct with parameters skips rebuilding and
-        # re-keying it on every call (the lock sits on every commit's path).
-        now_ms: ColumnClause[int] = literal_column(NOW_MS[self.dialect], BigInteger)
-        lock_id: BindParameter[str] = bindparam("lock_id", type_=String)
-        owner: BindParameter[str] = bindparam("owner", type_=String)
-        self._insert = insert(LOCKS).values(lock_id=lock_id, owner=owner, acquired_at=now_ms,
-                                            expire_seconds=self.expire_seconds)
-        self._select = select(LOCKS.c.owner, LOCKS.c.acquired_at, LOCKS.c.expire_seconds,
-                              now_ms.label("now_ms")).where(LOCKS.c.lock_id == lock_id)
-        self._delete = delete(LOCKS).where(LOCKS.c.lock_id == lock_id, LOCKS.c.owner == owner)
-        self._delete_expired = self._delete.where(
-            LOCKS.c.acquired_at + LOCKS.c.expire_seconds * 1000 < now_ms)
+        sql = statements(self.dialect)
+        self._insert = text(sql.acquire)
+        self._select = text(sql.holder)
+        self._delete = text(sql.release)
+        self._delete_expired = text(sql.release_timed_out)
+        now_ms = NOW_MS[self.dialect]
+        self._legacy_scan = text(
+            f"SELECT lock_id, owner FROM {LEGACY_TABLE_NAME} "
+            f"WHERE acquired_at + expire_seconds * 1000 >= {now_ms}")
+        self._legacy_select = text(
+            f"SELECT owner, acquired_at, expire_seconds FROM {LEGACY_TABLE_NAME} "
+            f"WHERE lock_id = :lock_id AND owner = :owner "
+            f"AND acquired_at + expire_seconds * 1000 >= {now_ms}")
+        self._legacy: dict[str, str] = {}  # lock id -> owner, still held in the old table
         self._engine_obj: Engine | None = None
         self._engine_pid = 0
         self._table_ready = False
@@ -202,14 +208,44 @@ class SqlCatalogLock:
         of its own, so BEGIN/COMMIT round trips would only add latency."""
         return self.engine().connect().execution_options(isolation_level="AUTOCOMMIT")
 
+    def _ensure_table(self, engine: Engine) -> None:
+        """Paimon's CREATE TABLE if missing, ``lock_owner`` added if the table lacks it (a
+        concurrent creator winning either race is fine), then the old table read once."""
+        if not inspect(engine).has_table(TABLE_NAME):
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text(create_table_sql(self.lock_id_max_length)))
+            except DBAPIError:
+                if not inspect(engine).has_table(TABLE_NAME):
+                    raise
+        if not self._has_owner_column(engine):
+            try:
+                with engine.begin() as conn:
+                    conn.execute(text(ADD_OWNER_SQL))
+            except DBAPIError as e:
+                if not self._has_owner_column(engine):
+                    raise CatalogLockError(
+                        f"the lock table {TABLE_NAME} has no {OWNER_COLUMN} column and adding "
+                        f"it failed ({type(e.orig).__name__}); run once: {ADD_OWNER_SQL}"
+                    ) from e
+        self._legacy = self._read_legacy(engine)
+
     @staticmethod
-    def _ensure_table(engine: Engine) -> None:
-        """CREATE TABLE if missing; a concurrent creator winning the race is fine."""
-        try:
-            LOCKS.create(engine, checkfirst=True)
-        except DBAPIError:
-            if not inspect(engine).has_table(TABLE_NAME):
-                raise
+    def _has_owner_column(engine: Engine) -> bool:
+        return any(str(c["name"]).lower() == OWNER_COLUMN
+                   for c in inspect(engine).get_columns(TABLE_NAME))
+
+    def _read_legacy(self, engine: Engine) -> dict[str, str]:
+        """The locks still held in ``lakecore_catalog_locks`` (read once, on first use)."""
+        if not inspect(engine).has_table(LEGACY_TABLE_NAME):
+            return {}
+        with engine.connect() as conn:
+            rows = conn.execute(self._legacy_scan).all()
+        if rows:
+            log.warning("%d catalog lock(s) still held in the old table %s are honoured "
+                        "until released or expired: %s", len(rows), LEGACY_TABLE_NAME,
+                        ", ".join(str(r.lock_id) for r in rows))
+        return {str(r.lock_id): str(r.owner) for r in rows}
 
     def close(self) -> None:
         with self._init_lock:
@@ -219,20 +255,21 @@ class SqlCatalogLock:
 
     # -- the lock ------------------------------------------------------------------------
     def lock_id(self, database: str, table: str) -> str:
+        """Paimon's lock id: ``<catalog-key>.<database>.<table>``."""
         lock_id = f"{self.catalog_key}.{database}.{table}"
-        if len(lock_id) > LOCK_ID_MAX_LENGTH:
+        if len(lock_id) > self.lock_id_max_length:
             raise CatalogLockError(
                 f"catalog lock id {lock_id[:60]!r}... is {len(lock_id)} characters; "
-                f"the lock table allows {LOCK_ID_MAX_LENGTH}"
+                f"the lock table allows {self.lock_id_max_length} (lock-key-max-length)"
             )
         return lock_id
 
     @staticmethod
     def new_owner() -> str:
-        """A token unique to one acquisition that still tells a human who it is."""
-        thread = threading.current_thread().name
-        owner = f"{socket.gethostname()}/pid={os.getpid()}/{thread}/{uuid.uuid4().hex[:12]}"
-        return owner[-255:]
+        """A token unique to one acquisition (48 random bits) that still tells a human where
+        it runs: ``<host>/pid=<pid>/<random>``, at most 36 characters (``lock_owner``)."""
+        tail = f"/pid={os.getpid()}/{uuid.uuid4().hex[:12]}"
+        return socket.gethostname()[: OWNER_MAX_LENGTH - len(tail)] + tail
 
     def run_with_lock(self, database: str, table: str, fn: Callable[[], T]) -> T:
         lock_id = self.lock_id(database, table)
@@ -250,10 +287,10 @@ class SqlCatalogLock:
             finally:
                 held.discard(lock_id)
                 took = self.clock() - started
-                if took > self.expire.total_seconds():
+                if took > self.expire_seconds:
                     log.error("held catalog lock %s for %.1f s, longer than its expiry of "
                               "%s s: another committer may have taken it over", lock_id, took,
-                              self.expire.total_seconds())
+                              self.expire_seconds)
                 self.release(lock_id, owner, conn)
         finally:
             conn.close()
@@ -271,6 +308,7 @@ class SqlCatalogLock:
                 return self.acquire(lock_id, owner, conn)
             finally:
                 conn.close()
+        self.engine()  # the table, and what the old table holds
         start = self.clock()
         deadline = start + self.acquire_timeout.total_seconds()
         cap = max(MIN_SLEEP_SECONDS, self.check_max_sleep.total_seconds())
@@ -278,16 +316,19 @@ class SqlCatalogLock:
         holder: LockHolder | None = None
         looked_at: float | None = None
         while True:
-            if self._try_insert(conn, lock_id, owner):
+            legacy = self._legacy_holder(conn, lock_id) if self._legacy else None
+            if legacy is None and self._try_insert(conn, lock_id, owner):
                 return
             now = self.clock()
-            if looked_at is None or now - looked_at >= HOLDER_CHECK_SECONDS or now >= deadline:
+            if legacy is not None:
+                holder = legacy
+            elif looked_at is None or now - looked_at >= HOLDER_CHECK_SECONDS or now >= deadline:
                 looked_at = now
                 current = self._holder(conn, lock_id)
                 if current is not None and current.stale:
                     if self._delete_stale(conn, current):
                         log.warning("took over stale catalog lock %s from %s (acquired %s, "
-                                    "expired %s)", lock_id, current.owner,
+                                    "expired %s)", lock_id, current.who,
                                     current.acquired_at.isoformat(),
                                     current.expires_at.isoformat())
                     continue  # retry the insert at once
@@ -297,7 +338,7 @@ class SqlCatalogLock:
             if now >= deadline:
                 raise CatalogLockTimeoutError(
                     lock_id, now - start,
-                    holder.owner if holder else None,
+                    holder.who if holder else None,
                     holder.acquired_at if holder else None,
                     holder.expires_at if holder else None,
                 )
@@ -307,9 +348,10 @@ class SqlCatalogLock:
             backoff = min(cap, backoff * 2)
 
     def _try_insert(self, conn: _Connection, lock_id: str, owner: str) -> bool:
+        params = {"lock_id": lock_id, "owner": owner, "expire": self.expire_seconds}
         for attempt in range(3):
             try:
-                conn.execute(self._insert, {"lock_id": lock_id, "owner": owner})
+                conn.execute(self._insert, params)
                 return True
             except IntegrityError as e:
                 if not is_duplicate_key(self.dialect, e):
@@ -325,18 +367,30 @@ class SqlCatalogLock:
                     return held.owner == owner
         return False  # pragma: no cover - the loop returns or raises
 
+    def _legacy_holder(self, conn: _Connection, lock_id: str) -> LockHolder | None:
+        """The old table's holder of ``lock_id`` while its row is live, else None (and the
+        old table is not asked about ``lock_id`` again)."""
+        owner = self._legacy.get(lock_id)
+        if owner is None:
+            return None
+        row = conn.execute(self._legacy_select, {"lock_id": lock_id, "owner": owner}).first()
+        if row is None:
+            self._legacy.pop(lock_id, None)
+            return None
+        return LockHolder(lock_id, f"{row.owner} (in {LEGACY_TABLE_NAME})",
+                          utc_millis(int(row.acquired_at)), int(row.expire_seconds), False)
+
     def _holder(self, conn: _Connection, lock_id: str) -> LockHolder | None:
         row = conn.execute(self._select, {"lock_id": lock_id}).first()
         if row is None:
             return None
-        acquired, expire, now = int(row.acquired_at), int(row.expire_seconds), int(row.now_ms)
-        return LockHolder(lock_id, row.owner, utc_millis(acquired), expire,
-                          stale=now > acquired + expire * 1000)
+        return LockHolder(lock_id, row.owner, utc_millis(int(row.acquired_ms)),
+                          int(row.expire_time_seconds), stale=bool(row.expired))
 
     def _delete_stale(self, conn: _Connection, stale: LockHolder) -> bool:
-        """Delete exactly that stale row (same owner token), if it is still there."""
-        params = {"lock_id": stale.lock_id, "owner": stale.owner}
-        return bool(conn.execute(self._delete_expired, params).rowcount)
+        """Paimon's timed-out release: delete the row if it is (still) expired, whoever
+        inserted it; a fresh row that replaced ``stale`` meanwhile is left alone."""
+        return bool(conn.execute(self._delete_expired, {"lock_id": stale.lock_id}).rowcount)
 
     def release(self, lock_id: str, owner: str, conn: _Connection | None = None) -> None:
         """Delete our row. Never raises: the guarded action already happened (a commit's
@@ -358,7 +412,7 @@ class SqlCatalogLock:
                 if _invalidated(e) and attempt < 2:
                     continue
                 log.exception("could not release catalog lock %s held by %s; it expires "
-                              "after %s s", lock_id, owner, self.expire.total_seconds())
+                              "after %s s", lock_id, owner, self.expire_seconds)
                 return
 
     def holder(self, database: str, table: str) -> LockHolder | None:

@@ -15,8 +15,14 @@ file live in the first retained snapshot. Changelog files belong to their own sn
 with it, except those of a tagged snapshot (kept until the tag is deleted). Manifests and lists
 go when neither the first retained snapshot nor any tag references them.
 
-Index manifests, index files and statistics (written by Java Paimon for deletion vectors and
-ANALYZE) are never deleted here; lakecore does not write them.
+Index manifests and index files (HASH indexes of dynamic-bucket tables, deletion vectors) go as
+in Paimon's ``FileDeletionBase.cleanUnusedManifests``: an expired snapshot's index files that
+neither the first retained snapshot nor any tag lists, then its index manifest unless one of
+those names it too (a commit that changes no index carries the manifest forward by name). An
+index file is live over one contiguous range of snapshots, so the first retained one and the
+tags are the only ones that can still need it. Index files are deleted after the changelog
+files and before the manifests; the index manifest goes with the manifests, so a rerun after a
+crash still finds what is left. Statistics files (ANALYZE) are left in place.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from lakecore.maintenance.refs import (
     delete_files,
     entries_or_none,
     file_key,
+    index_entries_or_none,
+    index_names,
     list_or_none,
     list_ref,
     live_file_keys,
@@ -69,10 +77,13 @@ class ExpirePlan:
     manifest_lists: tuple[FileRef, ...] = ()
     notes: tuple[str, ...] = ()
     write_earliest_hint: int | None = None  # also set when nothing expires but the hint is gone
+    index_files: tuple[FileRef, ...] = ()
+    index_manifests: tuple[FileRef, ...] = ()
 
     @property
     def files(self) -> tuple[FileRef, ...]:
-        return self.data_files + self.changelog_files + self.manifests + self.manifest_lists
+        return (self.data_files + self.changelog_files + self.index_files + self.manifests
+                + self.index_manifests + self.manifest_lists)
 
     @property
     def bytes(self) -> int:
@@ -86,6 +97,8 @@ class ExpirePlan:
             "changelog_files": len(self.changelog_files),
             "manifests": len(self.manifests),
             "manifest_lists": len(self.manifest_lists),
+            "index_files": len(self.index_files),
+            "index_manifests": len(self.index_manifests),
             "bytes": self.bytes,
             "notes": list(self.notes),
         }
@@ -172,9 +185,10 @@ def _plan_range(table: FileStore, snaps: list[Snapshot], cfg: ExpireConfig) -> E
             for ref in paths.refs(e.partition, e.bucket, e.file):
                 changelog.setdefault(ref.path, ref)
     manifests, lists = _plan_manifests(table, expired, [end_snap, *tagged], notes)
-    if any(s.index_manifest or s.statistics for s in expired):
-        notes.append("index manifests / statistics files are left in place (not written by "
-                     "lakecore; Paimon's own orphan-file removal handles them)")
+    index_files, index_manifests = _plan_index(table, expired, [end_snap, *tagged], paths,
+                                               notes)
+    if any(s.statistics for s in expired):
+        notes.append("statistics files are left in place (orphan-file removal leaves them too)")
     return ExpirePlan(
         snapshot_ids=tuple(s.id for s in expired),
         end_snapshot_id=end_snap.id,
@@ -184,7 +198,48 @@ def _plan_range(table: FileStore, snaps: list[Snapshot], cfg: ExpireConfig) -> E
         manifest_lists=lists,
         notes=tuple(notes),
         write_earliest_hint=end_snap.id,
+        index_files=index_files,
+        index_manifests=index_manifests,
     )
+
+
+def _plan_index(
+    table: FileStore,
+    expired: list[Snapshot],
+    protectors: list[Snapshot],
+    paths: DataPaths,
+    notes: list[str],
+) -> tuple[tuple[FileRef, ...], tuple[FileRef, ...]]:
+    """(index files, index manifests) of the expired snapshots that no protector names."""
+    if not any(s.index_manifest for s in expired):
+        return (), ()
+    mio = table.manifest_io()
+    keep: set[str] = set()
+    try:
+        for p in protectors:
+            keep |= index_names(mio, p)
+    except CorruptFileError as e:
+        notes.append(f"index manifest of a kept snapshot or tag unreadable ({e}); no index "
+                     "file is deleted in this run")
+        return (), ()
+    files: dict[str, FileRef] = {}
+    manifests: list[FileRef] = []
+    for s in expired:
+        name = s.index_manifest
+        if not name or name in keep:
+            continue
+        keep.add(name)
+        entries = index_entries_or_none(mio, name)
+        if entries is None:
+            if table.file_io.exists(table.paths.manifest_path(name)):
+                notes.append(f"snapshot {s.id}: index manifest {name} unreadable; its index "
+                             "files are left to orphan-file removal")
+                continue
+            entries = []  # an earlier run already deleted it (and its files)
+        for path, ref in paths.index_refs(entries, keep).items():
+            files.setdefault(path, ref)
+        manifests.append(list_ref(table, name, None))
+    return tuple(files.values()), tuple(manifests)
 
 
 def _plan_data_files(
@@ -295,12 +350,17 @@ def execute_expire_plan(table: FileStore, plan: ExpirePlan) -> ExpireReport:
     n_log, b_log = delete_files(table, plan.changelog_files, CrashStep.EXPIRE_MID_CHANGELOG_FILES)
     details["changelog_files"] = n_log
     maybe_crash(CrashStep.EXPIRE_AFTER_CHANGELOG_FILES)
+    # index files before the index manifests naming them (deleted with the manifests below)
+    n_idx, b_idx = delete_files(table, plan.index_files)
+    details["index_files"] = n_idx
     if table.options.snapshot_clean_empty_directories:
         remove_empty_dirs(table, (f.path.rsplit("/", 1)[0]
                                   for f in plan.data_files + plan.changelog_files))
     # manifests before the lists naming them: after a crash here a rerun still finds them
     n_man, b_man = delete_files(table, plan.manifests, CrashStep.EXPIRE_MID_MANIFESTS)
+    n_im, b_im = delete_files(table, plan.index_manifests)
     details["manifests"] = n_man
+    details["index_manifests"] = n_im
     maybe_crash(CrashStep.EXPIRE_AFTER_MANIFESTS)
     n_list, b_list = delete_files(table, plan.manifest_lists, CrashStep.EXPIRE_MID_MANIFEST_LISTS)
     details["manifest_lists"] = n_list
@@ -312,10 +372,10 @@ def execute_expire_plan(table: FileStore, plan: ExpirePlan) -> ExpireReport:
     maybe_crash(CrashStep.EXPIRE_AFTER_SNAPSHOTS)
     if plan.write_earliest_hint is not None:
         _commit_earliest_hint(table, plan.write_earliest_hint)
-    log.info("expired %d snapshot(s) of %s, %d file(s)", removed, table.identifier,
-             n_data + n_log + n_man + n_list)
-    return ExpireReport(False, plan, removed, n_data + n_log + n_man + n_list,
-                        b_data + b_log + b_man + b_list, details)
+    n_files = n_data + n_log + n_idx + n_man + n_im + n_list
+    log.info("expired %d snapshot(s) of %s, %d file(s)", removed, table.identifier, n_files)
+    return ExpireReport(False, plan, removed, n_files,
+                        b_data + b_log + b_idx + b_man + b_im + b_list, details)
 
 
 def _commit_earliest_hint(table: FileStore, end: int) -> None:
@@ -345,5 +405,7 @@ def expire_snapshots(
                             {"data_files": len(plan.data_files),
                              "changelog_files": len(plan.changelog_files),
                              "manifests": len(plan.manifests),
-                             "manifest_lists": len(plan.manifest_lists)})
+                             "manifest_lists": len(plan.manifest_lists),
+                             "index_files": len(plan.index_files),
+                             "index_manifests": len(plan.index_manifests)})
     return execute_expire_plan(table, plan)

@@ -1,10 +1,21 @@
-"""A table's state as plain data: snapshots, and live files per partition / bucket / level."""
+"""A table's state as plain data: snapshots, live files per partition / bucket / level, the
+index layer (HASH buckets of a dynamic-bucket table, deletion vectors per bucket) and what a
+dedicated compaction would do now."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
+from lakecore.compact.job import plan_compaction
+from lakecore.errors import LakecoreValidationError
+from lakecore.format.index_manifest import (
+    DELETION_VECTORS_INDEX,
+    HASH_INDEX,
+    IndexManifestEntry,
+)
+from lakecore.format.manifest import ManifestEntry
 from lakecore.format.partition_string import partition_value_string
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
@@ -31,18 +42,15 @@ def inspect_table(table: FileStore, max_snapshots: int = 20) -> dict[str, Any]:
     buckets: dict[tuple[str, int], dict[int, dict[str, int]]] = defaultdict(
         lambda: defaultdict(lambda: {"files": 0, "rows": 0, "bytes": 0})
     )
+    live: list[ManifestEntry] = []
     if latest is not None:
         mio = table.manifest_io()
         metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
             latest.delta_manifest_list
         )
-        types = table.partition_codec.types
-        for e in merge_entries(mio.read_entries(metas)).values():
-            values = table.partition_codec.decode(e.partition)
-            label = "/".join(
-                f"{k}={partition_value_string(v, t)}"
-                for k, v, t in zip(table.partition_keys, values, types)
-            )
+        live = list(merge_entries(mio.read_entries(metas)).values())
+        for e in live:
+            label = _label(table, e.partition)
             lv = buckets[(label, e.bucket)][e.file.level]
             lv["files"] += 1
             lv["rows"] += e.file.row_count
@@ -53,6 +61,7 @@ def inspect_table(table: FileStore, max_snapshots: int = 20) -> dict[str, Any]:
         for lvl, stats in sorted(levels.items())
     ]
     bucket_health = [_bucket_health(p, b, levels) for (p, b), levels in sorted(buckets.items())]
+    index_entries = table.index_entries(latest)
     return {
         "table": table.identifier,
         "path": table.table_path,
@@ -68,7 +77,67 @@ def inspect_table(table: FileStore, max_snapshots: int = 20) -> dict[str, Any]:
         "total_files": sum(f["files"] for f in files),
         "total_rows_in_files": sum(f["rows"] for f in files),
         "total_bytes": sum(f["bytes"] for f in files),
+        "index_manifest": latest.index_manifest if latest else None,
+        "hash_index": _hash_index(table, index_entries),
+        "deletion_vectors": _deletion_vectors(table, index_entries, live),
+        "compaction": _compaction(table),
     }
+
+
+def _label(table: FileStore, partition: bytes) -> str:
+    codec = table.partition_codec
+    return "/".join(f"{k}={partition_value_string(v, t)}"
+                    for k, v, t in zip(table.partition_keys, codec.decode(partition), codec.types))
+
+
+def _hash_index(table: FileStore, entries: Sequence[IndexManifestEntry]) -> list[dict[str, Any]]:
+    """Per partition, the buckets a dynamic-bucket table's HASH index assigns keys to, each with
+    its number of keys (the index file's row count)."""
+    parts: dict[str, dict[int, int]] = defaultdict(dict)
+    for e in entries:
+        if e.index_file.index_type == HASH_INDEX:
+            parts[_label(table, e.partition)][e.bucket] = e.index_file.row_count
+    return [{"partition": p, "buckets": len(b), "keys": sum(b.values()),
+             "rows_per_bucket": {str(k): v for k, v in sorted(b.items())}}
+            for p, b in sorted(parts.items())]
+
+
+def _deletion_vectors(table: FileStore, entries: Sequence[IndexManifestEntry],
+                      live: Sequence[ManifestEntry]) -> list[dict[str, Any]]:
+    """Per bucket with deletion vectors: the deleted rows (sum of the vectors' cardinalities)
+    over the rows of the data files that have one. A vector without a recorded cardinality
+    is counted in ``unknown_cardinality`` and left out of the ratio."""
+    rows = {(e.partition, e.bucket, e.file.file_name): e.file.row_count for e in live}
+    out: dict[tuple[str, int], dict[str, Any]] = {}
+    for e in entries:
+        if e.index_file.index_type != DELETION_VECTORS_INDEX:
+            continue
+        key = (_label(table, e.partition), e.bucket)
+        b = out.setdefault(key, {"partition": key[0], "bucket": e.bucket, "index_files": 0,
+                                 "files_with_vectors": 0, "deleted_rows": 0, "rows": 0,
+                                 "unknown_cardinality": 0})
+        b["index_files"] += 1
+        for r in (e.index_file.dv_ranges or {}).values():
+            b["files_with_vectors"] += 1
+            if r.cardinality is None:
+                b["unknown_cardinality"] += 1
+                continue
+            b["deleted_rows"] += r.cardinality
+            b["rows"] += rows.get((e.partition, e.bucket, r.data_file_name), 0)
+    for b in out.values():
+        b["deleted_ratio"] = round(b["deleted_rows"] / b["rows"], 4) if b["rows"] else None
+    return [out[k] for k in sorted(out)]
+
+
+def _compaction(table: FileStore) -> dict[str, Any]:
+    """What a dedicated compaction would do now (``compact.job.plan_compaction``)."""
+    try:
+        plan = plan_compaction(table)
+    except LakecoreValidationError as e:
+        return {"error": str(e)}
+    return {"snapshot_id": plan.snapshot_id, "buckets_to_compact": len(plan.tasks),
+            "buckets_considered": plan.buckets_considered,
+            "skipped_reason": plan.skipped_reason}
 
 
 def _bucket_health(partition: str, bucket: int, levels: dict[int, dict[str, int]]
@@ -112,4 +181,33 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(f"    {part:<30} bucket {b['bucket']:<4} sorted runs {b['sorted_runs']}, "
                      f"level-0 {b['level0_files']}, size amp "
                      f"{'-' if amp is None else f'{amp}%'}")
+    lines += _format_index(r)
     return "\n".join(lines)
+
+
+def _format_index(r: dict[str, Any]) -> list[str]:
+    lines = []
+    if r.get("index_manifest"):
+        lines.append(f"  index manifest {r['index_manifest']}")
+    for h in r.get("hash_index", []):
+        part = h["partition"] or "(unpartitioned)"
+        per = ", ".join(f"{b}: {n}" for b, n in h["rows_per_bucket"].items())
+        lines.append(f"    {part:<30} HASH index: {h['buckets']} buckets, {h['keys']} keys "
+                     f"(bucket: keys {per})")
+    for d in r.get("deletion_vectors", []):
+        part = d["partition"] or "(unpartitioned)"
+        ratio = d["deleted_ratio"]
+        shown = "-" if ratio is None else f"{100 * ratio:.1f}%"
+        lines.append(f"    {part:<30} bucket {d['bucket']:<4} deletion vectors on "
+                     f"{d['files_with_vectors']} files: {d['deleted_rows']} of {d['rows']} rows "
+                     f"deleted ({shown})")
+    c = r.get("compaction")
+    if c:
+        if "error" in c:
+            lines.append(f"  compaction: cannot plan ({c['error']})")
+        elif c["skipped_reason"]:
+            lines.append(f"  compaction: nothing to do ({c['skipped_reason']})")
+        else:
+            lines.append(f"  compaction: {c['buckets_to_compact']} of "
+                         f"{c['buckets_considered']} buckets to compact")
+    return lines

@@ -6,10 +6,13 @@ manifests that no snapshot names yet. Only files last modified before the cut-of
 and a cut-off later than now is refused. Like delta-rs ``vacuum``, the default is a dry run that
 lists what would go (paths and sizes); pass ``dry_run=False`` (CLI: without ``--dry-run``).
 
-Where it looks (Paimon's ``OrphanFilesClean``): ``manifest/`` (not ``index-manifest-*``),
-the bucket directories of every partition, and stray files (temporary leftovers) in
-``snapshot/`` and ``tag/``. Never touched: ``schema/``, snapshot and tag files and the hints,
-``index/``, ``statistics/``, ``changelog/``, ``consumer/``, ``_lakecore/`` (except commit-user
+Where it looks (Paimon's ``OrphanFilesClean``): ``manifest/`` (manifests, manifest lists and
+index manifests), ``index/`` (HASH and deletion-vector index files, global indexes), the bucket
+directories of every partition (data, changelog and extra files, and index files when
+``index-file-in-data-file-dir`` puts them there), and stray files (temporary leftovers) in
+``snapshot/`` and ``tag/``. Every index manifest a snapshot, tag or changelog names is kept, and
+every index file one of them lists. Never touched: ``schema/``, snapshot and tag files and the
+hints, ``statistics/``, ``changelog/``, ``consumer/``, ``_lakecore/`` (except commit-user
 markers of users no snapshot or tag names any more). Files are matched by
 name, as Paimon does, so a file is kept if any snapshot or tag mentions it (ADD or DELETE).
 A manifest that exists but cannot be decoded aborts the run rather than count as empty.
@@ -34,7 +37,6 @@ from lakecore.store.paths import (
     CHANGELOG_PREFIX,
     COMMIT_USER_PREFIX,
     EARLIEST_HINT,
-    INDEX_MANIFEST_PREFIX,
     LATEST_HINT,
     SNAPSHOT_PREFIX,
     TAG_PREFIX,
@@ -47,6 +49,7 @@ DEFAULT_OLDER_THAN = timedelta(days=1)
 _SNAPSHOT_FILE = re.compile(rf"^{SNAPSHOT_PREFIX}\d+$")
 _HINTS = (LATEST_HINT, EARLIEST_HINT)
 _LIST_KEYS = ("baseManifestList", "deltaManifestList", "changelogManifestList")
+_INDEX_KEY = "indexManifest"
 
 
 @dataclass(frozen=True)
@@ -114,8 +117,14 @@ def _lists_of(s: Snapshot | dict[str, Any]) -> list[str]:
     return [n for n in names if isinstance(n, str) and n]
 
 
+def _index_manifest_of(s: Snapshot | dict[str, Any]) -> str | None:
+    name = s.index_manifest if isinstance(s, Snapshot) else s.get(_INDEX_KEY)
+    return name if isinstance(name, str) and name else None
+
+
 def used_files(table: FileStore) -> tuple[set[str], set[str]]:
-    """(manifest and manifest-list names, data/changelog/extra file names) in use."""
+    """(manifest, manifest-list and index-manifest names, data/changelog/extra/index file
+    names) in use."""
     mio, fio = table.manifest_io(), table.file_io
     meta: set[str] = set()
     data: set[str] = set()
@@ -124,6 +133,19 @@ def used_files(table: FileStore) -> tuple[set[str], set[str]]:
         # expiry deletes manifests before their snapshot file but never the latest snapshot's:
         # one of those missing is damage, and its files must not be taken for orphans
         must_exist = isinstance(s, Snapshot) and s.id == latest
+        index_manifest = _index_manifest_of(s)
+        if index_manifest and index_manifest not in meta:
+            meta.add(index_manifest)
+            try:
+                index_entries = mio.read_index_manifest(index_manifest)
+            except CorruptFileError:
+                if must_exist or fio.exists(table.paths.manifest_path(index_manifest)):
+                    raise
+                index_entries = []  # its snapshot is being expired right now
+            for ie in index_entries:
+                data.add(ie.index_file.file_name)
+                if ie.index_file.external_path:
+                    data.add(ie.index_file.external_path.rsplit("/", 1)[-1])
         for list_name in _lists_of(s):
             meta.add(list_name)
             try:
@@ -199,7 +221,10 @@ def plan_orphan_files(
     out: list[FileRef] = []
     for st in fio.list_status(table.paths.manifest_dir):
         name = st.path.rsplit("/", 1)[-1]
-        if old(st) and name not in meta and not name.startswith(INDEX_MANIFEST_PREFIX):
+        if old(st) and name not in meta:
+            out.append(FileRef(st.path, st.size))
+    for st in fio.list_status(table.paths.index_dir):
+        if old(st) and st.path.rsplit("/", 1)[-1] not in data:
             out.append(FileRef(st.path, st.size))
     for d in _bucket_dirs(table):
         for st in fio.list_status(d):

@@ -5,6 +5,11 @@ cases: *best effort* reads (``*_or_none``) for files a concurrent or interrupted
 already have removed, and *strict* reads for everything that protects files from deletion — a
 protection that cannot be read must never turn into "nothing is protected". Tags and
 consumers are read by ``lakecore.store.tags`` and ``lakecore.store.consumers``.
+
+Index manifests and index files count as referenced like manifests and data files: a snapshot
+(or tag) references its ``indexManifest`` and every index file that manifest lists. Index files
+are replaced whole per (partition, bucket) and their names are never reused, so, like a data
+file, an index file is live over one contiguous range of snapshots.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lakecore.errors import CorruptFileError, SnapshotNotExistError
+from lakecore.format.index_manifest import IndexFileMeta, IndexManifestEntry
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.snapshot import Snapshot
 from lakecore.store.file_store import FileStore
+from lakecore.store.index_paths import index_file_path
 from lakecore.store.manifest_io import ManifestIO, merge_entries
 from lakecore.utils.faults import CrashStep, maybe_crash
 
@@ -86,6 +93,22 @@ def metadata_names(mio: ManifestIO, snap: Snapshot) -> set[str]:
     return names
 
 
+def index_entries_or_none(mio: ManifestIO, name: str | None) -> list[IndexManifestEntry] | None:
+    """Best effort: the entries of an index manifest, or None when it is missing or unreadable."""
+    try:
+        return mio.read_index_manifest(name)
+    except CorruptFileError:
+        return None
+
+
+def index_names(mio: ManifestIO, snap: Snapshot) -> set[str]:
+    """Strict: ``snap``'s index manifest and the names of the index files it lists."""
+    if not snap.index_manifest:
+        return set()
+    return {snap.index_manifest} | {
+        e.index_file.file_name for e in mio.read_index_manifest(snap.index_manifest)}
+
+
 def live_entries(mio: ManifestIO, snap: Snapshot) -> dict[tuple, ManifestEntry]:
     """Strict: the live data files of ``snap`` (base + delta merged)."""
     metas = mio.read_manifest_list(snap.base_manifest_list) + mio.read_manifest_list(
@@ -125,6 +148,24 @@ class DataPaths:
         d = self.bucket_dir(partition, bucket)
         main = f.external_path or f"{d}/{f.file_name}"
         return [FileRef(main, f.file_size)] + [FileRef(f"{d}/{x}", 0) for x in f.extra_files]
+
+    def index_ref(self, partition: bytes, bucket: int, f: IndexFileMeta) -> FileRef:
+        """An index file: ``<table>/index/``, the bucket's directory with
+        ``index-file-in-data-file-dir``, or its own external path."""
+        t = self.table
+        path = index_file_path(t.paths, t.partition_codec.decode(partition), bucket, f,
+                               t.options.index_file_in_data_file_dir)
+        return FileRef(path, f.file_size)
+
+    def index_refs(self, entries: Iterable[IndexManifestEntry], keep: set[str]
+                   ) -> dict[str, FileRef]:
+        """The index files of ``entries`` whose names are not in ``keep``, by path."""
+        out: dict[str, FileRef] = {}
+        for e in entries:
+            if e.index_file.file_name not in keep:
+                ref = self.index_ref(e.partition, e.bucket, e.index_file)
+                out.setdefault(ref.path, ref)
+        return out
 
 
 def list_ref(table: FileStore, name: str, size: int | None) -> FileRef:

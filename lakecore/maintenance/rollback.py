@@ -3,7 +3,9 @@
 Later snapshots are deleted newest first under the catalog lock (the table stays a readable
 prefix at every step), the LATEST hint moves to the target, tags of later snapshots go (their
 ids will be reused by new commits, as in Paimon's ``RollbackHelper``), and then the data,
-changelog and manifest files only the removed snapshots and tags used are deleted. Rolling back
+changelog and manifest files only the removed snapshots and tags used are deleted, and so are the
+index files and index manifests only they listed (the target's and the kept tags' are kept).
+Rolling back
 to a tag whose snapshot already expired first writes the tag's JSON back as the snapshot file.
 
 A crash after the snapshot files are gone but before the files are deleted leaves those files
@@ -24,6 +26,8 @@ from lakecore.maintenance.refs import (
     delete_files,
     entries_or_none,
     file_key,
+    index_entries_or_none,
+    index_names,
     list_or_none,
     list_ref,
     live_entries,
@@ -100,8 +104,10 @@ def plan_rollback(
     mio = table.manifest_io()
     keep_files = live_file_keys(mio, target)
     keep_meta = metadata_names(mio, target)
+    keep_index = index_names(mio, target)
     for s in kept_tags:
         keep_meta |= metadata_names(mio, s)
+        keep_index |= index_names(mio, s)
     removed = [s for s in (snapshot_or_none(table, i) for i in sorted(removed_ids)) if s]
     gone_tags = [s for _, s in removed_tags if snapshot_or_none(table, s.id) is None]
     paths = DataPaths(table)
@@ -134,6 +140,15 @@ def plan_rollback(
                     ref = FileRef(table.paths.manifest_path(m.file_name), m.file_size)
                     files[ref.path] = ref
             ref = list_ref(table, name, size)
+            files[ref.path] = ref
+    for s in removed + gone_tags:  # index files before the index manifests listing them
+        if s.index_manifest and s.index_manifest not in keep_index:
+            entries = index_entries_or_none(mio, s.index_manifest) or []
+            files.update(paths.index_refs(entries, keep_index))
+    for s in removed + gone_tags:
+        if s.index_manifest and s.index_manifest not in keep_index:
+            keep_index.add(s.index_manifest)
+            ref = list_ref(table, s.index_manifest, None)
             files[ref.path] = ref
     return RollbackPlan(target, tag, latest, restore, tuple(removed_ids),
                         tuple(n for n, _ in removed_tags), tuple(files.values()))

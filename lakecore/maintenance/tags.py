@@ -4,7 +4,8 @@ Creating, listing and deleting tags is here; reading them is ``lakecore.store.ta
 
 Deleting a tag whose snapshot has already expired also removes the files only that tag still
 held (Paimon's ``TagManager.deleteTag``): its live files that neither neighbour — the previous
-tag, and the earlier of the next tag and the earliest snapshot — holds.
+tag, and the earlier of the next tag and the earliest snapshot — holds; the same for its index
+files and its index manifest.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from lakecore.maintenance.refs import (
     added_entries,
     delete_files,
     entries_or_none,
+    index_entries_or_none,
+    index_names,
     list_or_none,
     list_ref,
     live_entries,
@@ -124,6 +127,7 @@ def plan_tag_cleanup(table: FileStore, name: str) -> tuple[Snapshot, list[FileRe
     mio = table.manifest_io()
     keep_files = set().union(*(live_file_keys(mio, s) for s in neighbours))
     keep_meta = set().union(*(metadata_names(mio, s) for s in neighbours))
+    keep_index = set().union(*(index_names(mio, s) for s in neighbours))
     paths = DataPaths(table)
     files: dict[str, FileRef] = {}
     for e in live_entries(mio, snap).values():
@@ -144,6 +148,12 @@ def plan_tag_cleanup(table: FileStore, name: str) -> tuple[Snapshot, list[FileRe
                 ref = FileRef(table.paths.manifest_path(m.file_name), m.file_size)
                 files.setdefault(ref.path, ref)
         ref = list_ref(table, list_name, size)
+        files.setdefault(ref.path, ref)
+    if snap.index_manifest and snap.index_manifest not in keep_index:
+        entries = index_entries_or_none(mio, snap.index_manifest) or []
+        for path, ref in paths.index_refs(entries, keep_index).items():
+            files.setdefault(path, ref)
+        ref = list_ref(table, snap.index_manifest, None)
         files.setdefault(ref.path, ref)
     return snap, list(files.values()), ""
 

@@ -8,6 +8,12 @@ sequential fold left, a ``product`` that also divides out retractions (Java's tr
 integer division is not a reduction), loops over positions within a group, vectorized across
 the groups that need it.
 
+Integer ``sum`` and ``product`` are exact, as in Paimon 2.x (``FieldSumAgg`` /
+``FieldProductAgg`` use ``Math.addExact``/``multiplyExact`` and their byte/short
+equivalents): any intermediate result outside the column's type is an error, never a
+wrapped value. Sums are checked on segmented prefix sums, products on the log2 magnitude of
+each group (exactly, with Python integers, only for groups within a bit of the limit).
+
 Rows outside the fold (``active`` False) are ignored: records before a delete that resets the
 row, or a group whose single record is passed through unmerged.
 """
@@ -98,14 +104,29 @@ class Groups:
 
 
 class RetractionError(Exception):
-    """A -U/-D the aggregator cannot take: ``row`` is the first such record, ``reason`` says
-    why. The merge function turns it into a MergeError that names the key."""
+    """A record the aggregator cannot take: ``row`` is the first such record, ``reason`` says
+    why. The merge function turns it into a MergeError that names the field and the key.
+    ``retraction`` is False for errors that ignoring retractions would not cure (overflow)."""
 
-    def __init__(self, func: AggregateFunction, row: int, reason: str) -> None:
+    def __init__(self, func: AggregateFunction, row: int, reason: str,
+                 retraction: bool = True) -> None:
         super().__init__(func.value, row, reason)
         self.func = func
         self.row = row
         self.reason = reason
+        self.retraction = retraction
+
+
+# Paimon's names of the integer types, for error messages.
+_JAVA_INT = {np.dtype(np.int8): "TINYINT", np.dtype(np.int16): "SMALLINT",
+             np.dtype(np.int32): "INT", np.dtype(np.int64): "BIGINT"}
+
+
+def _overflow(func: AggregateFunction, row: int, dtype: np.dtype, what: str) -> RetractionError:
+    name = _JAVA_INT.get(dtype, str(dtype))
+    cls = "FieldSumAgg" if func is AggregateFunction.SUM else "FieldProductAgg"
+    return RetractionError(func, row, f"overflows {name} ({what}; Paimon's {cls} raises "
+                           "ArithmeticException rather than wrap)", retraction=False)
 
 
 def take_or_null(arr: pa.Array, idx: np.ndarray) -> pa.Array:
@@ -139,10 +160,6 @@ def aggregate(
         row = int(np.flatnonzero(retracting)[0])
         raise RetractionError(func, row, "does not support retraction")
     valid = _valid(arr)
-    if func is AggregateFunction.PRODUCT and pa.types.is_integer(arr.type):
-        zero = retracting & valid & (arr.fill_null(1).to_numpy(zero_copy_only=False) == 0)
-        if zero.any():  # Java's integer division throws wherever the row falls
-            raise RetractionError(func, int(np.flatnonzero(zero)[0]), "divides by zero")
     if func is AggregateFunction.PRIMARY_KEY:  # agg and retract both take the input
         return take_or_null(arr, groups.last_index(active))
     if func in (AggregateFunction.LAST_VALUE, AggregateFunction.LAST_NON_NULL_VALUE):
@@ -190,7 +207,7 @@ def _from_numpy(values: np.ndarray, present: np.ndarray, type_: pa.DataType) -> 
 def _sum(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) -> pa.Array:
     """FieldSumAgg: null + x = x, acc - x for a retraction (null - x = -x); null if no input.
 
-    Integer overflow wraps, as Java's ``int``/``long`` arithmetic does.
+    Integer sums are exact: an intermediate sum outside the type raises (``Math.addExact``).
     """
     present = groups.count_where(use) > 0
     if pa.types.is_decimal(arr.type):
@@ -198,8 +215,34 @@ def _sum(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) ->
     x = _numbers(arr, AggregateFunction.SUM)
     signed = np.where(retract, -x, x)
     identity = -0.0 if x.dtype.kind == "f" else 0
-    total = groups.reduce(np.add, np.where(use, signed, identity).astype(x.dtype, copy=False))
+    v = np.where(use, signed, identity).astype(x.dtype, copy=False)
+    if x.dtype.kind == "i":
+        _check_sum(x, v, groups, use, retract)
+    total = groups.reduce(np.add, v)
     return _from_numpy(total, present, arr.type)
+
+
+def _check_sum(x: np.ndarray, v: np.ndarray, groups: Groups, use: np.ndarray,
+               retract: np.ndarray) -> None:
+    """Raise at the first record whose add/subtract leaves the type, in merge order.
+
+    Every group's running sum is a global wrapped ``cumsum`` minus the group's base, which is
+    exact modulo 2**bits; a step overflows when the signs say so (Hacker's Delight 2-13), and
+    the first flagged step of a group is its first real overflow (all earlier sums are exact).
+    """
+    with np.errstate(over="ignore"):
+        run = np.cumsum(v, dtype=v.dtype)
+        base = np.zeros(groups.count, dtype=v.dtype)
+        base[1:] = run[groups.starts[1:] - 1]
+        res = run - base[groups.gid]
+        prev = res - v
+    add = ((prev ^ res) & (x ^ res)) < 0
+    sub = ((prev ^ x) & (prev ^ res)) < 0
+    bad = use & np.where(retract, sub, add)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        op = "-" if retract[row] else "+"
+        raise _overflow(AggregateFunction.SUM, row, x.dtype, f"{prev[row]} {op} {x[row]}")
 
 
 def _decimal_sum(
@@ -217,55 +260,118 @@ def _decimal_sum(
 
 
 def _product(arr: pa.Array, groups: Groups, use: np.ndarray, retract: np.ndarray) -> pa.Array:
-    """FieldProductAgg: null * x = x, acc / x for a retraction and null / x = 1 / x
-    (FieldAggregatorTest.testFieldProductIntAgg: retract(null, 5) == 0); integer products wrap
-    and integer division truncates toward zero, like Java."""
+    """FieldProductAgg: null * x = x; a retraction divides (acc / x) but leaves a null
+    accumulator null (FieldAggregatorTest.testFieldProductIntAgg: retract(null, 5) is null).
+    Integer products are exact (``Math.multiplyExact``), integer division truncates toward
+    zero, and MIN / -1 or a zero divisor raise, like Java."""
     if pa.types.is_decimal(arr.type):
         raise MergeError("product on DECIMAL columns is not supported")
     x = _numbers(arr, AggregateFunction.PRODUCT)
-    present = groups.count_where(use) > 0
+    present = groups.count_where(use & ~retract) > 0
     one = np.ones(1, dtype=x.dtype)[0]
-    out = groups.reduce(np.multiply, np.where(use, x, one).astype(x.dtype, copy=False))
     dividing = use & retract
-    if dividing.any():
+    hit = groups.count_where(dividing) > 0 if dividing.any() else np.zeros(groups.count, bool)
+    if x.dtype.kind == "i":
+        _check_product(x, groups, use & ~hit[groups.gid])
+    with np.errstate(over="ignore"):
+        out = groups.reduce(np.multiply, np.where(use, x, one).astype(x.dtype, copy=False))
+    if hit.any():
         # Groups with a division are folded in order: a product mixed with truncating
         # divisions is not a reduction.
-        hit = groups.count_where(dividing) > 0
         rows = np.flatnonzero(use & hit[groups.gid])
-        out[hit] = _fold_product(x, rows, retract, groups)[hit]
+        acc, has = _fold_product(x, rows, retract, groups)
+        out[hit] = acc[hit]
+        present = np.where(hit, has, present)
     return _from_numpy(out, present, arr.type)
+
+
+def _check_product(x: np.ndarray, groups: Groups, use: np.ndarray) -> None:
+    """Raise for the first group (without divisions) whose running product leaves the type.
+
+    Without divisions a running product only grows in magnitude until its first zero (after
+    which it stays 0), so the largest intermediate is the product up to that zero: its log2
+    decides, and groups within a bit of the limit are multiplied out exactly.
+    """
+    if not use.any():
+        return
+    bits = x.dtype.itemsize * 8 - 1
+    first_zero = groups.first_index(use & (x == 0))
+    cut = np.where(first_zero >= 0, first_zero, groups.n)
+    counted = use & (np.arange(groups.n) < cut[groups.gid])
+    mag = np.log2(np.maximum(np.abs(x.astype(np.float64)), 1.0))
+    total = groups.reduce(np.add, np.where(counted, mag, 0.0))
+    bad = total > bits + 0.5
+    info = np.iinfo(x.dtype)
+    for g in np.flatnonzero((total >= bits - 0.5) & ~bad):  # rare: near the limit only
+        vals = x[groups.starts[g]:groups.ends[g]][counted[groups.starts[g]:groups.ends[g]]]
+        run = np.multiply.accumulate(vals.astype(object))
+        bad[g] = bool(np.any((run > int(info.max)) | (run < int(info.min))))
+    if bad.any():
+        first = int(np.flatnonzero(bad)[0])
+        raise _overflow(AggregateFunction.PRODUCT, int(groups.starts[first]), x.dtype,
+                        "the running product")
 
 
 def _fold_product(
     x: np.ndarray, rows: np.ndarray, retract: np.ndarray, groups: Groups
-) -> np.ndarray:
+) -> tuple[np.ndarray, np.ndarray]:
     """Sequential product/division over ``rows`` (ascending), one step per position in group,
-    every step vectorized across the groups that have a row at that position."""
+    every step vectorized across the groups that have a row at that position. Returns the
+    accumulators and whether each is non-null."""
     acc = np.zeros(groups.count, dtype=x.dtype)
+    has = np.zeros(groups.count, dtype=bool)
     g = groups.gid[rows]
     rank = np.arange(len(rows)) - np.searchsorted(g, g, side="left")
     order = np.argsort(rank, kind="stable")
     bounds = np.searchsorted(rank[order], np.arange(rank.max(initial=-1) + 2))
     one = np.ones(1, dtype=x.dtype)[0]
     for k in range(len(bounds) - 1):
-        at = rows[order[bounds[k]:bounds[k + 1]]]
+        at = np.sort(rows[order[bounds[k]:bounds[k + 1]]])
         gg, v, r = groups.gid[at], x[at], retract[at]
-        # The first input starts the product (a retraction starts it at 1 / x).
-        a = np.full(len(at), one) if k == 0 else acc[gg]
-        quotient = _divide(a, np.where(r, v, one))
+        a, h = acc[gg], has[gg]
+        divide = r & h  # a retraction from a null accumulator leaves it null
+        multiply = ~r & h
+        if x.dtype.kind == "i":
+            _check_step(x.dtype, at, a, v, divide, multiply)
+        quotient = _divide(a, np.where(divide, v, one))
         with np.errstate(all="ignore"):
-            acc[gg] = np.where(r, quotient, a * v)
-    return acc
+            acc[gg] = np.where(divide, quotient,
+                               np.where(multiply, a * v, np.where(h | r, a, v)))
+        has[gg] = h | ~r
+    return acc, has
+
+
+def _check_step(dtype: np.dtype, at: np.ndarray, a: np.ndarray, v: np.ndarray,
+                divide: np.ndarray, multiply: np.ndarray) -> None:
+    """Java's exact integer steps: a zero divisor, MIN / -1 and a product outside the type
+    raise, at the first such record."""
+    info = np.iinfo(dtype)
+    zero = divide & (v == 0)
+    if zero.any():
+        raise RetractionError(AggregateFunction.PRODUCT, int(at[zero][0]), "divides by zero")
+    bad = divide & (a == info.min) & (v == -1)
+    wide = a.astype(np.int64)
+    if dtype.itemsize < 8:
+        p = wide * v.astype(np.int64)
+        bad |= multiply & ((p > info.max) | (p < info.min))
+    else:
+        with np.errstate(all="ignore"):
+            p = a * v
+            safe = (v != 0) & ~((p == info.min) & (v == -1))
+            q = _trunc_div(p, np.where(safe, v, 1))
+        bad |= multiply & (((v != 0) & (q != a)) | ((a == info.min) & (v == -1)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        op = "/" if divide[i] else "*"
+        raise _overflow(AggregateFunction.PRODUCT, int(at[i]), dtype, f"{a[i]} {op} {v[i]}")
 
 
 def _divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Java division: IEEE for floats; for integers truncation toward zero, MIN / -1 wraps to
-    MIN, and a zero divisor is an error (ArithmeticException)."""
+    """Java division: IEEE for floats; for integers truncation toward zero (the caller has
+    ruled out a zero divisor and MIN / -1)."""
     if a.dtype.kind == "f":
         with np.errstate(all="ignore"):
             return a / b
-    if np.any(b == 0):
-        raise MergeError("product retraction divides by zero")
     with np.errstate(all="ignore"):
         return _trunc_div(a, b)
 

@@ -139,10 +139,17 @@ def _aggregation(
         seen = seen & ~(kinds == RowKind.DELETE)
         active = seen & _after_last_delete(groups, kinds)
         deleted = ~passthrough & (kinds[last] == RowKind.DELETE)
+    # Records a later -D discards are still folded by Paimon (and can overflow there): check
+    # them per run between deletes, discarding the result.
+    discarded = seen & ~active
+    runs = _runs_between_deletes(groups, kinds) if discarded.any() else None
     merged: dict[str, pa.Array] = {}
     for col in _value_columns(table):
         func = spec.aggregate_function(col)
         try:
+            if runs is not None and func in _EXACT:
+                aggregate(func, _arr(table, col), runs, discarded, retract,
+                          ignore_retract=col in spec.ignore_retract)
             merged[col] = aggregate(
                 func,
                 _arr(table, col),
@@ -154,16 +161,27 @@ def _aggregation(
                 seen=seen,
             )
         except RetractionError as e:
+            hint = (f"; configure 'fields.{col}.ignore-retract'='true' to ignore retractions"
+                    if e.retraction else "")
             raise MergeError(
                 f"aggregate function {e.func.value!r} of field {col!r} {e.reason} "
                 f"(key {_key_repr(table, spec, e.row)}, "
-                f"{RowKind(int(kinds[e.row])).short_string}); configure "
-                f"'fields.{col}.ignore-retract'='true' to ignore retractions"
+                f"{RowKind(int(kinds[e.row])).short_string}){hint}"
             ) from None
     out_kinds = np.where(
         passthrough, kinds[last], np.where(deleted, RowKind.DELETE, RowKind.INSERT)
     ).astype(np.int8)
     return _Result(rows=last, kinds=out_kinds, merged=merged, use_merged=~passthrough & ~deleted)
+
+
+_EXACT = (AggregateFunction.SUM, AggregateFunction.PRODUCT)
+
+
+def _runs_between_deletes(groups: Groups, kinds: np.ndarray) -> Groups:
+    """The rows regrouped so that a -D also starts a group (remove-record-on-delete)."""
+    after_delete = np.flatnonzero(kinds == RowKind.DELETE) + 1
+    starts = np.union1d(groups.starts, after_delete[after_delete < groups.n])
+    return Groups(starts.astype(groups.starts.dtype, copy=False), groups.n)
 
 
 def _passthrough(groups: Groups, retract: np.ndarray) -> np.ndarray:

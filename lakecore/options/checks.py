@@ -22,6 +22,8 @@ from lakecore.options.registry import (
     COMMIT_MIN_RETRY_WAIT,
     COMPACTION_OFFPEAK_END_HOUR,
     COMPACTION_OFFPEAK_START_HOUR,
+    DELETION_VECTORS_ENABLED,
+    DYNAMIC_BUCKET_MAX_BUCKETS,
     FIELD_AGGREGATE_FUNCTION,
     FIELD_IGNORE_RETRACT,
     FIELDS_DEFAULT_AGGREGATE_FUNCTION,
@@ -75,6 +77,16 @@ def check_bucket(opts: OptionsView) -> None:
             BUCKET_KEY.key,
             f"column(s) {outside} are not in the primary key {list(opts.primary_keys)}; "
             "all rows of one key must land in one bucket",
+        )
+
+
+def check_dynamic_bucket(opts: OptionsView) -> None:
+    """``dynamic-bucket.max-buckets``: -1 (no limit below 32768) or 1..32768, as Paimon."""
+    limit = opts.dynamic_bucket_max_buckets
+    if limit != -1 and not 1 <= limit <= 32768:
+        raise OptionError(
+            DYNAMIC_BUCKET_MAX_BUCKETS.key,
+            f"must be -1 (no limit) or between 1 and 32768, got {limit}",
         )
 
 
@@ -179,6 +191,27 @@ def check_retention(opts: OptionsView) -> None:
         raise OptionError(COMMIT_MIN_RETRY_WAIT.key, "is longer than commit.max-retry-wait")
 
 
+def check_deletion_vectors(opts: OptionsView) -> None:
+    """Paimon's ``validateForDeletionVectors``: vectors work with the ``none``, ``input`` and
+    ``lookup`` changelog producers only, and not with ``first-row`` (nothing older is ever
+    deleted there)."""
+    if not opts.deletion_vectors_enabled:
+        return
+    allowed = (ChangelogProducer.NONE, ChangelogProducer.INPUT, ChangelogProducer.LOOKUP)
+    if opts.changelog_producer not in allowed:
+        raise OptionError(
+            CHANGELOG_PRODUCER.key,
+            f"{opts.changelog_producer.value!r} cannot be combined with "
+            f"{DELETION_VECTORS_ENABLED.key}=true; use none, input or lookup",
+        )
+    if opts.merge_engine is MergeEngine.FIRST_ROW:
+        raise OptionError(
+            MERGE_ENGINE.key,
+            f"first-row does not need {DELETION_VECTORS_ENABLED.key}: it never deletes an "
+            "older row (Paimon refuses the combination)",
+        )
+
+
 def check_scan(opts: OptionsView) -> None:
     chosen = [o.key for o in SCAN_MODE_OPTIONS if opts.contains(o)]
     if len(chosen) > 1:
@@ -187,9 +220,11 @@ def check_scan(opts: OptionsView) -> None:
 
 CROSS_CHECKS: tuple[Callable[[OptionsView], None], ...] = (
     check_bucket,
+    check_dynamic_bucket,
     check_merge,
     check_aggregation,
     check_triggers_and_hours,
     check_retention,
     check_scan,
+    check_deletion_vectors,
 )

@@ -69,6 +69,34 @@ class PartitionExpirationStrategy(StrEnum):
     UPDATE_TIME = "update-time"
 
 
+class PartitionMarkDoneAction(StrEnum):
+    """What marking a partition done writes (``partition.mark-done-action``, a list)."""
+
+    SUCCESS_FILE = "success-file"  # <partition dir>/_SUCCESS, JSON creation/modification time
+    DONE_PARTITION = "done-partition"  # a "<last value>.done" partition in the metastore
+    MARK_EVENT = "mark-event"  # a LOAD_DONE event in the metastore (not supported)
+    HTTP_REPORT = "http-report"  # not supported
+    CUSTOM = "custom"  # a Java class (not supported)
+
+
+def parse_mark_done_actions(text: str) -> tuple[PartitionMarkDoneAction, ...]:
+    """``success-file,done-partition`` -> the actions, in order, each once."""
+    parse = enum_parser(PartitionMarkDoneAction)
+    out: list[PartitionMarkDoneAction] = []
+    for item in text.split(","):
+        action = parse(item.strip())
+        if action not in out:
+            out.append(action)
+    return tuple(out)
+
+
+def _supported_mark_done(actions: tuple[PartitionMarkDoneAction, ...]) -> str | None:
+    unsupported = [a.value for a in actions if a not in (
+        PartitionMarkDoneAction.SUCCESS_FILE, PartitionMarkDoneAction.DONE_PARTITION)]
+    return (f"lakecore marks partitions done with success-file and done-partition only, not "
+            f"{', '.join(unsupported)}") if unsupported else None
+
+
 class AggregateFunction(StrEnum):
     """Paimon's aggregate functions lakecore implements (``fields.<name>.aggregate-function``).
 
@@ -523,6 +551,18 @@ PARTITION_LEGACY_NAME = _opt(
     "partition.legacy-name", parse_bool, True,
     "Partition directory names use Java's toString of the value (dates as epoch days, "
     "timestamps as LocalDateTime.toString); false uses the SQL string cast.",
+)
+_DEFAULT_MARK_DONE: tuple[PartitionMarkDoneAction, ...] = (PartitionMarkDoneAction.SUCCESS_FILE,)
+PARTITION_MARK_DONE_ACTION = _opt(
+    "partition.mark-done-action", parse_mark_done_actions, _DEFAULT_MARK_DONE,
+    "How a partition is marked done: success-file (a _SUCCESS file in the partition "
+    "directory) and/or done-partition (a '<value>.done' partition record).",
+    check=_supported_mark_done,
+)
+PARTITION_END_INPUT_TO_DONE = _opt(
+    "partition.end-input-to-done", parse_bool, False,
+    "Batch writes: mark every partition a finished write wrote done "
+    "(partition.mark-done-action).",
 )
 
 # --- schema evolution (ALTER TABLE) ---------------------------------------------------------

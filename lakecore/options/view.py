@@ -227,6 +227,8 @@ class OptionsView:
     partition_timestamp_pattern = _Optional(reg.PARTITION_TIMESTAMP_PATTERN)
     partition_default_name = _Value(reg.PARTITION_DEFAULT_NAME)
     partition_legacy_name = _Value(reg.PARTITION_LEGACY_NAME)
+    partition_mark_done_actions = _Value(reg.PARTITION_MARK_DONE_ACTION)
+    partition_end_input_to_done = _Value(reg.PARTITION_END_INPUT_TO_DONE)
 
     @property
     def changelog_num_retained_min(self) -> int:

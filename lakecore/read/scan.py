@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lakecore.format.bucket import POSTPONE_BUCKET
+from lakecore.format.deletion_vector import DeletionFile
 from lakecore.format.manifest import DataFileMeta, FileKind, ManifestEntry
 from lakecore.format.snapshot import CommitKind, Snapshot
 from lakecore.io.schema_mapping import file_stats
 from lakecore.options import ChangelogProducer, MergeEngine
+from lakecore.read.deletion_vectors import deletion_files, dv_entries
 from lakecore.read.predicate import Predicate, split_and
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
@@ -28,6 +30,10 @@ class Split:
     files: tuple[DataFileMeta, ...]
     snapshot_id: int
     is_changelog: bool = False  # incremental read of raw records (no merge)
+    # deletion-vector tables: where each file's vector is (data file name, DeletionFile), and
+    # whether the files are read as they are (vectors applied, no merge: levels >= 1 only)
+    deletion_files: tuple[tuple[str, DeletionFile], ...] = ()
+    raw_with_vectors: bool = False
 
     @property
     def row_count(self) -> int:
@@ -74,14 +80,42 @@ class TableScan:
         live = list(merge_entries(mio.read_entries(metas)).values())
         if self._skip_level0():
             live = [e for e in live if e.file.level > 0]
-        return Plan(self._splits(live, snap.id, changelog=False), snap.id)
+        splits = self._splits(live, snap.id, changelog=False)
+        if self._uses_vectors():
+            splits = self._with_vectors(splits, snap)
+        return Plan(splits, snap.id)
+
+    def _uses_vectors(self) -> bool:
+        """Primary-key and append tables alike (Java Paimon deletes rows of append files
+        through vectors too)."""
+        return bool(self.table.options.deletion_vectors_enabled)
 
     def _skip_level0(self) -> bool:
-        """Paimon's batchScanSkipLevel0: a first-row table's level-0 files are not yet
-        deduplicated against higher levels (lookup compaction lifts them), so batch scans
+        """Paimon's batchScanSkipLevel0. A deletion-vector table's level-0 files are invisible
+        until compaction marks the rows they supersede (unless
+        ``deletion-vectors.merge-on-read``); a first-row table's level-0 files are not yet
+        deduplicated against higher levels (lookup compaction lifts them). Batch scans then
         read levels >= 1 only — exactly what Paimon's readers show."""
-        return (self.table.is_primary_key_table
-                and self.table.options.merge_engine is MergeEngine.FIRST_ROW)
+        if not self.table.is_primary_key_table:
+            return False
+        o = self.table.options
+        if o.deletion_vectors_enabled:
+            return not o.deletion_vectors_merge_on_read
+        return o.merge_engine is MergeEngine.FIRST_ROW
+
+    def _with_vectors(self, splits: tuple[Split, ...], snap: Snapshot) -> tuple[Split, ...]:
+        """Attach each bucket's deletion files; without merge-on-read a split is read raw."""
+        entries = dv_entries(self.table, snap)
+        raw = (self.table.is_primary_key_table
+               and not self.table.options.deletion_vectors_merge_on_read)
+        out = []
+        for s in splits:
+            names = {f.file_name for f in s.files}
+            metas = [e.index_file for e in entries.get((tuple(s.partition), s.bucket), ())]
+            found = deletion_files(self.table, s.partition, s.bucket, metas)
+            dfs = tuple(sorted((n, d) for n, d in found.items() if n in names))
+            out.append(replace(s, deletion_files=dfs, raw_with_vectors=raw))
+        return tuple(out)
 
     def _plan_incremental(self, start: int, end: int) -> Plan:
         """Files added by snapshots in (start, end]: changelog files when a changelog producer

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.format.binary_row import decode_row
+from lakecore.format.deletion_vector import deletion_mask
 from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta
-from lakecore.io.data_file_reader import read_data_file
+from lakecore.io.data_file_reader import data_file_path, read_data_file
 from lakecore.io.specs import merge_spec_for
 from lakecore.merge.runs import merge_runs
+from lakecore.read.deletion_vectors import read_vectors
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
 from lakecore.store.file_store import FileStore
@@ -60,6 +63,7 @@ class SplitRead:
             if c not in self.read_names:
                 self.read_names.append(c)
         self.is_pk = bool(s.primary_keys)
+        self._vectors: dict[str, np.ndarray] = {}
         if self.is_pk:
             self.merge_spec = merge_spec_for(table, self.read_names)
             self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
@@ -67,10 +71,22 @@ class SplitRead:
             self.file_value_names = self.read_names + extra
 
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str]) -> pa.Table:
-        return read_data_file(self.table, split.partition, split.bucket, f, columns)
+        """The file's rows, minus the positions its deletion vector marks (if any)."""
+        t = read_data_file(self.table, split.partition, split.bucket, f, columns)
+        positions = self._vectors.get(f.file_name)
+        if positions is None:
+            return t
+        path = data_file_path(self.table, split.partition, split.bucket, f)
+        return t.filter(pa.array(deletion_mask(positions, t.num_rows, path)))
 
     # -- per split -----------------------------------------------------------------------
     def read_split(self, split: Split) -> Iterator[pa.Table]:
+        self._vectors = (
+            read_vectors(self.table, dict(split.deletion_files)) if split.deletion_files else {})
+        if (split.raw_with_vectors and self.is_pk and not split.is_changelog
+                and all(f.delete_row_count == 0 for f in split.files)):
+            yield from self._read_raw(split)
+            return
         if not self.is_pk:
             for f in split.files:
                 yield self._finish(self._read_file(split, f, self.read_names))
@@ -102,6 +118,13 @@ class SplitRead:
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
                                     columns=self.read_names, ordered=False):
                 yield self._finish(chunk)
+
+    def _read_raw(self, split: Split) -> Iterator[pa.Table]:
+        """A deletion-vector split: every file (levels >= 1, no retractions) read as it is
+        with its vector applied, no merge (Paimon's raw-convertible split). A split with a
+        retraction left at a level >= 1 is merged on read instead, as pypaimon does."""
+        for f in split.files:
+            yield self._finish(self._read_file(split, f, self.read_names))
 
     def _finish(self, t: pa.Table, kinds: pa.Array | None = None) -> pa.Table:
         names = list(self.names)

@@ -144,16 +144,17 @@ def parse_timestamp(text: str, formatter: str | None) -> datetime:
         raise PartitionTimeError(f"{text!r}: {e}") from e
 
 
-def substitute_pattern(pattern: str, keys: Sequence[str], values: Sequence[str]) -> str:
-    """``$key`` -> value, longer keys first so ``$dt`` never matches inside ``$dt1``."""
+def _scan_pattern(pattern: str, keys: Sequence[str]) -> list[str | int]:
+    """``pattern`` as literal text and key indices (``$key``, longer keys first so ``$dt``
+    never matches inside ``$dt1``), the way Paimon's ``PartitionTimeExtractor`` replaces it."""
     order = sorted(range(len(keys)), key=lambda i: -len(keys[i]))
-    out: list[str] = []
+    out: list[str | int] = []
     i = 0
     while i < len(pattern):
         if pattern[i] == "$":
             for k in order:
                 if pattern.startswith(keys[k], i + 1):
-                    out.append(values[k])
+                    out.append(k)
                     i += 1 + len(keys[k])
                     break
             else:
@@ -162,16 +163,29 @@ def substitute_pattern(pattern: str, keys: Sequence[str], values: Sequence[str])
             continue
         out.append(pattern[i])
         i += 1
-    return "".join(out)
+    return out
+
+
+def substitute_pattern(pattern: str, keys: Sequence[str], values: Sequence[str]) -> str:
+    """``$key`` -> value, longer keys first so ``$dt`` never matches inside ``$dt1``."""
+    return "".join(values[p] if isinstance(p, int) else p for p in _scan_pattern(pattern, keys))
 
 
 def extract_time(keys: Sequence[str], values: Sequence[str | None], pattern: str | None,
                  formatter: str | None) -> datetime:
-    """A partition's local date-time; ``PartitionTimeError`` for null or unparsable values."""
-    if any(v is None for v in values):
-        raise PartitionTimeError("partition has a null value")
-    texts = [v for v in values if v is not None]
-    text = texts[0] if pattern is None else substitute_pattern(pattern, keys, texts)
+    """A partition's local date-time; ``PartitionTimeError`` for unparsable values, or for a
+    null in a field the time is read from (the first field without a pattern, else the fields
+    the pattern names). A null elsewhere does not matter, as in Paimon, whose extractor only
+    reads the values it substitutes."""
+    if pattern is None:
+        if values[0] is None:
+            raise PartitionTimeError("partition has a null value")
+        return parse_timestamp(values[0], formatter)
+    parts = _scan_pattern(pattern, keys)
+    nulls = sorted({keys[p] for p in parts if isinstance(p, int) and values[p] is None})
+    if nulls:
+        raise PartitionTimeError(f"partition has a null value in {', '.join(nulls)}")
+    text = "".join(str(values[p]) if isinstance(p, int) else p for p in parts)
     return parse_timestamp(text, formatter)
 
 

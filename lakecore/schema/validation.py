@@ -3,7 +3,8 @@
 Everything that can be checked without I/O is checked here, so a bad definition fails before any
 file is written, with an error that names the column or option key. The rules follow Paimon's
 ``Schema`` normalisation and ``SchemaValidation``; where Paimon silently ignores a mistake
-(dynamic buckets lakecore cannot write) lakecore refuses it and says what to change. Nullable
+(cross-partition upserts, which need a global key index) lakecore refuses it and says what to
+change. Nullable
 primary-key columns are made NOT NULL by ``Schema`` first, as Paimon does.
 """
 
@@ -105,19 +106,8 @@ def _check_bucket(
 ) -> None:
     bucket = options.bucket
     if primary_keys:
-        if not options.contains(BUCKET):
-            raise OptionError(
-                BUCKET.key,
-                "a primary-key table needs a fixed number of buckets, e.g. 'bucket': '4'; "
-                "Paimon's default (-1, dynamic bucket mode) is not supported by lakecore",
-            )
-        if bucket == -1:
-            raise OptionError(
-                BUCKET.key,
-                "-1 (dynamic bucket mode) is not supported for primary-key tables; set a "
-                "fixed number of buckets >= 1, or -2 (postpone buckets, assigned by the "
-                "dedicated compaction)",
-            )
+        if bucket == -1:  # Paimon's default for a primary-key table: dynamic bucket mode
+            _check_dynamic_bucket(partition_keys, primary_keys)
     elif bucket == -2:
         raise OptionError(BUCKET.key, "-2 (postpone bucket mode) needs a primary key")
     elif bucket >= 1 and not options.bucket_key:
@@ -130,6 +120,22 @@ def _check_bucket(
             raise OptionError(BUCKET_KEY.key, f"{key!r} is a partition key; bucket keys cannot be")
         if key in by_name and by_name[key].type.is_nested:
             raise OptionError(BUCKET_KEY.key, f"{key!r} has nested type {by_name[key].type}")
+
+
+def _check_dynamic_bucket(partition_keys: Sequence[str], primary_keys: Sequence[str]) -> None:
+    """Dynamic buckets keep a HASH index per partition, so a key must stay in its partition:
+    a primary key without every partition key (cross-partition upsert) needs Paimon's global
+    key index, which neither pypaimon nor lakecore maintains."""
+    missing = [k for k in partition_keys if k not in primary_keys]
+    if missing:
+        raise OptionError(
+            BUCKET.key,
+            f"-1 (dynamic bucket mode, the default for a primary-key table) with primary key "
+            f"{list(primary_keys)} not containing partition key(s) {missing} is a "
+            "cross-partition upsert: it needs a global index of every key, which lakecore "
+            "(like pypaimon) does not maintain; include the partition keys in the primary key, "
+            "or set a fixed number of buckets, e.g. 'bucket': '4'",
+        )
 
 
 def _check_merge_columns(

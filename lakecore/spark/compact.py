@@ -11,9 +11,10 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.commit.file_store_commit import FileStoreCommit, partition_equals
 from lakecore.commit.message import CommitMessage
 from lakecore.compact.job import (
+    BucketTask,
     CompactionPlan,
     CompactionTask,
     commit_compaction,
@@ -39,6 +40,9 @@ class CompactRequest:
     parallelism: int | None = None  # Spark tasks (default: Spark's default parallelism)
     commit_user: str | None = None
     commit_identifier: int | None = None  # default: the planned snapshot id
+    # only these (partition spec, bucket) pairs (None: every bucket the plan picks); an
+    # orchestrator that decided per bucket (off-peak window, stop trigger) names them here
+    buckets: tuple[tuple[Mapping[str, str], int], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +102,24 @@ def run_tasks(spark: SparkSession, table: FileStoreTable, ref: TableRef, plan: C
 def plan_compact(table: FileStoreTable, request: CompactRequest) -> CompactionPlan:
     """The driver's plan: picklable bucket tasks from the latest snapshot (no Spark)."""
     parts = [dict(p) for p in request.partitions] if request.partitions else None
-    return plan_compaction(table, parts, request.full, request.max_buckets)
+    if request.buckets is not None:  # every bucket of the chosen partitions is a candidate
+        parts = [dict(p) for p, _ in request.buckets] if table.partition_keys else None
+        if not request.buckets:
+            return CompactionPlan(table.snapshot_manager.latest_id(), (), 0,
+                                  "no bucket was chosen for compaction")
+    plan = plan_compaction(table, parts, request.full,
+                           None if request.buckets is not None else request.max_buckets)
+    if request.buckets is None:
+        return plan
+    keys = list(table.partition_keys)
+    chosen = [(partition_equals(dict(p), keys), b) for p, b in request.buckets]
+    tasks = tuple(t for t in plan.tasks if not isinstance(t, BucketTask) or any(
+        b == t.bucket and match(t.partition) for match, b in chosen))
+    if request.max_buckets is not None:
+        tasks = tasks[:request.max_buckets]
+    reason = plan.skipped_reason or (None if tasks else
+                                     "none of the chosen buckets needs compaction any more")
+    return CompactionPlan(plan.snapshot_id, tasks, plan.buckets_considered, reason)
 
 
 def compact_table(

@@ -1,7 +1,9 @@
 """Distributed write-only ingest: rows get their partition and Paimon bucket on
 the executors, are shuffled so that one task owns each (partition, bucket) (``write_stage``),
 written by lakecore inside the tasks, and committed once by the driver under one (commit
-user, commit identifier)."""
+user, commit identifier). A dynamic-bucket table's rows are shuffled by assigner channel
+instead and get their buckets in the write tasks (``shuffle``); one ingest of such a table at a
+time (the DAGs guarantee it), or the second commit is refused."""
 
 from __future__ import annotations
 
@@ -26,12 +28,14 @@ from lakecore.spark.table_ref import TableRef, open_catalog
 from lakecore.spark.types import source_arrow_schema, validate_arrow_source, validate_source
 from lakecore.spark.write_stage import (
     Static,
+    assigner_channels,
     run_write_stage,
     split_dataframe,
     split_parquet,
     write_plan,
 )
 from lakecore.table import FileStoreTable
+from lakecore.write.dynamic_bucket import is_dynamic_bucket_table
 
 log = logging.getLogger("lakecore.spark.ingest")
 Stage = Callable[[str], AbstractContextManager[None]]
@@ -145,6 +149,12 @@ def ingest_dataframe(
     def plan(table: FileStoreTable, ref: TableRef, static: Static
              ) -> Callable[[object], DataFrame]:
         validate_source(df.schema, table)
+        if is_dynamic_bucket_table(table):  # assigned in the write tasks, by channel
+            channels = assigner_channels(spark, table, request.parallelism)
+            pieces = split_dataframe(df, table, ref, static, channels)
+            return lambda acc: write_plan(table, ref, request.commit_user, static,
+                                          channels.num_channels, acc, pieces=pieces,
+                                          num_assigners=channels.num_assigners)
         if table.options.bucket <= 0:
             return lambda acc: write_plan(table, ref, request.commit_user, static,
                                           request.parallelism, acc, rows=df)

@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from lakecore.spark.table_ref import TableRef
 from lakecore.store.file_store import FileStore
-from lakecore.write.routing import KIND_COLUMN, Slice, route
+from lakecore.write.routing import KIND_COLUMN, UNASSIGNED, AssignerChannels, Slice, route
 
 GROUP_COLUMN = "__lakecore_group"
 BUCKET_COLUMN = "bucket"
@@ -53,25 +53,29 @@ def encode_piece(data: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def decode_piece(table: FileStore, bucket: int, blob: bytes) -> Slice:
+def decode_piece(table: FileStore, bucket: int, blob: bytes, group: int | None = None) -> Slice:
     """A piece as stage 1 routed it: its bucket is given, its partition is the values of its
-    rows' partition columns (one partition per piece), its row kinds travel with it."""
+    rows' partition columns (one partition per piece), its row kinds travel with it. An
+    ``UNASSIGNED`` piece (dynamic buckets) belongs to assigner channel ``group``."""
     rows = pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
     kinds = None
     if KIND_COLUMN in rows.column_names:
         kinds = rows.column(KIND_COLUMN).combine_chunks()
         rows = rows.drop_columns([KIND_COLUMN])
     partition = tuple(rows.column(k)[0].as_py() for k in table.partition_keys)
-    return Slice(partition, bucket, rows, kinds)
+    assign_id = group if bucket == UNASSIGNED else None
+    return Slice(partition, bucket, rows, kinds, assign_id)
 
 
 def split_rows(table: FileStore, data: pa.Table,
-               static_partition: Mapping[str, Any] | None) -> pa.RecordBatch:
-    """Route ``data`` and cut it into (partition, bucket) pieces: one output row per piece
-    (see the module docstring)."""
+               static_partition: Mapping[str, Any] | None,
+               channels: AssignerChannels | None = None) -> pa.RecordBatch:
+    """Route ``data`` and cut it into (partition, bucket) pieces, or (partition, assigner
+    channel) pieces with ``channels``: one output row per piece (see the module docstring)."""
     groups, buckets, counts, payloads = [], [], [], []
-    for s in route(table, data, static_partition):
-        key = group_key(table, s.partition, s.bucket)
+    for s in route(table, data, static_partition, channels=channels):
+        key = (s.assign_id if s.assign_id is not None
+               else group_key(table, s.partition, s.bucket))
         step = max(1, s.rows.num_rows * MAX_PAYLOAD_BYTES // max(s.rows.nbytes, 1))
         rows = s.rows if s.kinds is None else s.rows.append_column(KIND_COLUMN, s.kinds)
         for start in range(0, rows.num_rows, step):
@@ -91,6 +95,7 @@ class SplitTask:
 
     ref: TableRef
     static_partition: tuple[tuple[str, str], ...] | None
+    channels: AssignerChannels | None = None  # dynamic buckets: the assigner layout
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         table = self.ref.load()
@@ -102,7 +107,7 @@ class SplitTask:
                 pending.append(batch)
                 size += batch.num_rows
             if size >= SPLIT_BATCH_ROWS:
-                yield split_rows(table, pa.Table.from_batches(pending), static)
+                yield split_rows(table, pa.Table.from_batches(pending), static, self.channels)
                 pending, size = [], 0
         if pending:
-            yield split_rows(table, pa.Table.from_batches(pending), static)
+            yield split_rows(table, pa.Table.from_batches(pending), static, self.channels)

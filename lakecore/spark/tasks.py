@@ -18,7 +18,7 @@ from lakecore.compact.job import run_task
 from lakecore.errors import LakecoreValidationError
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
-from lakecore.spark.shuffle import BUCKET_COLUMN, PAYLOAD_COLUMN, decode_piece
+from lakecore.spark.shuffle import BUCKET_COLUMN, GROUP_COLUMN, PAYLOAD_COLUMN, decode_piece
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.types import cast_batch
 from lakecore.store.file_store import FileStore
@@ -77,12 +77,14 @@ class WriteTask:
     static_partition: tuple[tuple[str, str], ...] | None
     accumulator: Any  # pyspark Accumulator of serialized message lists
     blobs: bool = True
+    num_assigners: int = 1  # dynamic buckets: assigners sharing a partition (shuffle.py)
 
     def _open(self) -> TableWrite:
         table = self.ref.load().copy({"write-only": "true"})
         w = table.new_stream_write_builder().with_commit_user(self.commit_user).new_write()
         if self.static_partition:
             w.with_static_partition(dict(self.static_partition))
+        w.with_num_assigners(self.num_assigners)
         return w
 
     def _inputs(self, batches: Iterable[pa.RecordBatch]) -> Iterator[Slice | pa.Table]:
@@ -94,9 +96,10 @@ class WriteTask:
                 yield pa.Table.from_batches([batch])
                 continue
             table = table or self.ref.load()
-            for bucket, blob in zip(batch.column(BUCKET_COLUMN).to_pylist(),
-                                    batch.column(PAYLOAD_COLUMN).to_pylist()):
-                yield decode_piece(table, bucket, blob)
+            for group, bucket, blob in zip(batch.column(GROUP_COLUMN).to_pylist(),
+                                           batch.column(BUCKET_COLUMN).to_pylist(),
+                                           batch.column(PAYLOAD_COLUMN).to_pylist()):
+                yield decode_piece(table, bucket, blob, group)
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         writer: TableWrite | None = None

@@ -29,6 +29,8 @@ from lakecore.spark.shuffle import GROUP_COLUMN, SPLIT_RESULT_DDL, SplitTask
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.tasks import WRITE_RESULT_DDL, WriteTask
 from lakecore.table import FileStoreTable
+from lakecore.write.bucket_assigner import num_assigners_for
+from lakecore.write.routing import AssignerChannels
 
 log = logging.getLogger("lakecore.spark.ingest")
 PlanMaker = Callable[[object], DataFrame]
@@ -59,11 +61,24 @@ def arrow_batches(spark: SparkSession) -> Iterator[None]:
 Static = tuple[tuple[str, str], ...] | None
 
 
-def split_dataframe(df: DataFrame, table: FileStoreTable, ref: TableRef, static: Static
-                    ) -> DataFrame:
-    """Stage 1 over a DataFrame: its Arrow batches cut into (partition, bucket) pieces."""
-    return df.select(*table.schema.row_type.names).mapInArrow(SplitTask(ref, static),
-                                                              SPLIT_RESULT_DDL)
+def split_dataframe(df: DataFrame, table: FileStoreTable, ref: TableRef, static: Static,
+                    channels: AssignerChannels | None = None) -> DataFrame:
+    """Stage 1 over a DataFrame: its Arrow batches cut into (partition, bucket) pieces, or
+    (partition, assigner channel) pieces for a dynamic-bucket table."""
+    return df.select(*table.schema.row_type.names).mapInArrow(
+        SplitTask(ref, static, channels), SPLIT_RESULT_DDL)
+
+
+def assigner_channels(spark: SparkSession, table: FileStoreTable,
+                      parallelism: int | None) -> AssignerChannels:
+    """A dynamic-bucket table's assigner layout: one channel per write task
+    (``dynamic-bucket.assigner-parallelism``, else the job's parallelism, else Spark's
+    default), ``dynamic-bucket.initial-buckets`` of them sharing each partition."""
+    opts = table.options
+    channels = (opts.dynamic_bucket_assigner_parallelism or parallelism
+                or spark.sparkContext.defaultParallelism)
+    return AssignerChannels(channels,
+                            num_assigners_for(channels, opts.dynamic_bucket_initial_buckets))
 
 
 def split_parquet(spark: SparkSession, source: ParquetSource, ref: TableRef, static: Static
@@ -79,10 +94,11 @@ def split_parquet(spark: SparkSession, source: ParquetSource, ref: TableRef, sta
 
 def write_plan(table: FileStoreTable, ref: TableRef, commit_user: str, static: Static,
                parallelism: int | None, accumulator: object, *, pieces: DataFrame | None = None,
-               rows: DataFrame | None = None) -> DataFrame:
+               rows: DataFrame | None = None, num_assigners: int = 1) -> DataFrame:
     """The DataFrame whose ``collect()`` writes everything (one result row per write task):
     stage-1 ``pieces`` shuffled by (partition, bucket), or, for a table without fixed buckets
-    (nothing to own), the source ``rows`` written where they are."""
+    (nothing to own), the source ``rows`` written where they are. Dynamic-bucket pieces are
+    shuffled by assigner channel; ``num_assigners`` is their layout's."""
     if pieces is None:
         assert rows is not None
         data = rows.select(*table.schema.row_type.names)
@@ -92,7 +108,8 @@ def write_plan(table: FileStoreTable, ref: TableRef, commit_user: str, static: S
         return data.mapInArrow(task, WRITE_RESULT_DDL)
     by = F.col(GROUP_COLUMN)
     pieces = pieces.repartition(parallelism, by) if parallelism else pieces.repartition(by)
-    return pieces.mapInArrow(WriteTask(ref, commit_user, static, accumulator), WRITE_RESULT_DDL)
+    return pieces.mapInArrow(WriteTask(ref, commit_user, static, accumulator,
+                                       num_assigners=num_assigners), WRITE_RESULT_DDL)
 
 
 def run_write_stage(

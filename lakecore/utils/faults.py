@@ -37,6 +37,7 @@ class CrashStep(Enum):
     AFTER_DATA_FILES = "after-data-files"  # messages prepared, commit entered, nothing written
     AFTER_MANIFESTS = "after-manifests"
     AFTER_MANIFEST_LIST = "after-manifest-list"
+    AFTER_INDEX_MANIFEST = "after-index-manifest"  # a new index manifest written, no snapshot
     AFTER_SNAPSHOT_BEFORE_HINT = "after-snapshot-before-hint"  # under the catalog lock
     AFTER_COMMIT = "after-commit"
 

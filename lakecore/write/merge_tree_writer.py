@@ -145,6 +145,8 @@ class MergeTreeWriter:
         before: tuple = ()
         after: tuple = ()
         compact_log: tuple = ()
+        index_new: tuple = ()
+        index_old: tuple = ()
         if self.compactor is not None:
             try:
                 result = self.compactor.after_flush(new_files)
@@ -152,6 +154,7 @@ class MergeTreeWriter:
                 self.abort()
                 raise
             before, after, compact_log = result.before, result.after, result.changelog
+            index_new, index_old = result.index_after, result.index_before
         self._data_writers, self._changelog = [], None
         return CommitMessage(
             partition=self.partition,
@@ -162,6 +165,8 @@ class MergeTreeWriter:
             compact_before=before,
             compact_after=after,
             compact_changelog_files=compact_log,
+            compact_new_index_files=index_new,
+            compact_deleted_index_files=index_old,
         )
 
     def _release_buffers(self) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import logging
 import secrets
 from collections import defaultdict
@@ -14,14 +16,16 @@ from lakecore.commit.message import CommitMessage
 from lakecore.compact.inline import InlineCompactor
 from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import DataFileMeta
+from lakecore.format.snapshot import Snapshot
 from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
 from lakecore.store.paths import PathFactory
 from lakecore.write.append_writer import AppendOnlyWriter
+from lakecore.write.dynamic_bucket import DynamicBucketIndex, is_dynamic_bucket_table
 from lakecore.write.merge_tree_writer import MergeTreeWriter
-from lakecore.write.routing import Slice, route
+from lakecore.write.routing import UNASSIGNED, Slice, assign_slice, route
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +42,15 @@ class TableWrite:
         self.options = table.options
         self._writers: dict[tuple[tuple, int], Writer] = {}
         self._restored: dict[tuple[bytes, int], list[DataFileMeta]] | None = None
+        self._base_snapshot: Snapshot | None = None  # what _restore read (first read)
         self._fresh = True  # the first prepare_commit uses the files read at writer creation
         self._file_spec = file_writer_spec(table)
         self._merge_spec = merge_spec_for(table) if table.is_primary_key_table else None
         self._static_partition: dict[str, Any] | None = None
         self._ignore_previous = False
         self._postpone_paths: PathFactory | None = None
+        self._dynamic: DynamicBucketIndex | None = None
+        self._num_assigners = 1  # dynamic buckets: assigners sharing a partition (Spark)
 
     def with_static_partition(self, spec: dict[str, Any] | None) -> None:
         self._static_partition = dict(spec) if spec else None
@@ -61,13 +68,39 @@ class TableWrite:
             data = pa.Table.from_batches([data])
         if data.num_rows == 0:
             return
-        self.write_slices(route(self.table, data, self._static_partition))
+        assign = self._dynamic_index().assign if is_dynamic_bucket_table(self.table) else None
+        self.write_slices(route(self.table, data, self._static_partition, assign=assign))
+
+    def with_num_assigners(self, num_assigners: int) -> None:
+        """Dynamic buckets in the Spark ingest: how many assigners share each partition
+        (each slice names its own assigner id)."""
+        self._num_assigners = num_assigners
+
+    def _dynamic_index(self) -> DynamicBucketIndex:
+        """The HASH indexes this writer assigns with (dynamic-bucket tables), based on the
+        same snapshot as its restored files."""
+        if self._dynamic is None:
+            restored = self._restore()  # also fixes the base snapshot
+            codec_buckets: dict[bytes, set[int]] = defaultdict(set)
+            for (pbytes, bucket), files in restored.items():
+                if files:
+                    codec_buckets[pbytes].add(bucket)
+            self._dynamic = DynamicBucketIndex(
+                self.table, self._base_snapshot, lambda p: codec_buckets.get(p, set()),
+                ignore_existing=self._ignore_previous)
+        return self._dynamic
 
     def write_slices(self, slices: Iterable[Slice]) -> None:
         """Write rows ``routing.route`` has already routed (the Spark ingest's second stage
         receives them from the first): each slice goes to its (partition, bucket)'s writer
         as it is, nothing is checked or routed again."""
         for s in slices:
+            if s.bucket == UNASSIGNED and s.assign_id is not None:  # dynamic, Spark stage 2
+                for piece in assign_slice(self.table, s, functools.partial(
+                        self._dynamic_index().assign, num_assigners=self._num_assigners,
+                        assign_id=s.assign_id)):
+                    self._writer(piece.partition, piece.bucket).write(piece.rows, piece.kinds)
+                continue
             self._writer(s.partition, s.bucket).write(s.rows, s.kinds)
         self._control_memory()
 
@@ -79,6 +112,8 @@ class TableWrite:
         if self._restored is None:
             self._restored = defaultdict(list)
             latest = self.table.snapshot_manager.latest()
+            if self._dynamic is None:
+                self._base_snapshot = latest
             if latest is not None:
                 mio = self.table.manifest_io()
                 metas = mio.read_manifest_list(latest.base_manifest_list) + mio.read_manifest_list(
@@ -160,12 +195,32 @@ class TableWrite:
                 m = w.prepare_commit()
                 if not m.is_empty():
                     msgs.append(m)
+            if self._dynamic is not None:
+                msgs = self._with_index_changes(msgs, self._dynamic)
         except BaseException:
             for m in msgs:
                 self._delete_files(m)
             self.abort()
             raise
         return msgs
+
+    def _with_index_changes(self, msgs: list[CommitMessage],
+                            index: DynamicBucketIndex) -> list[CommitMessage]:
+        """Each touched bucket's new HASH index file (and the one it replaces) on the
+        bucket's message; a bucket with an index change but no data gets its own."""
+        by_key = {(tuple(m.partition), m.bucket): i for i, m in enumerate(msgs)}
+        out = list(msgs)
+        for c in index.prepare_commit():
+            new = (c.new,) if c.new is not None else ()
+            old = (c.replaced,) if c.replaced is not None else ()
+            i = by_key.get((tuple(c.partition), c.bucket))
+            if i is None:
+                out.append(CommitMessage(c.partition, c.bucket, self.options.bucket,
+                                         new_index_files=new, deleted_index_files=old))
+            else:
+                out[i] = dataclasses.replace(out[i], new_index_files=new,
+                                             deleted_index_files=old)
+        return out
 
     def _refresh_compactors(self) -> None:
         """Inline compaction plans on the bucket's files in the latest snapshot, not on what
@@ -186,6 +241,8 @@ class TableWrite:
             self.table.file_io.delete_quietly(
                 self.table.paths.data_file_path(m.partition, m.bucket, f.file_name)
             )
+        if self._dynamic is not None:
+            self._dynamic.delete_written({f.file_name for f in m.written_index_files()})
 
     def abort(self) -> None:
         for w in self._writers.values():

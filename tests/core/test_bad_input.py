@@ -49,9 +49,10 @@ def test_wrong_type_missing_and_extra_columns_are_named(t):
 def test_create_table_rejects_bad_schemas_with_the_key_named(tmp_path):
     cat = CatalogFactory.create({"warehouse": str(tmp_path)})
     cat.create_database("db")
-    nullable_pk = pa.schema([("id", pa.int64()), ("v", pa.string())])
-    with pytest.raises(OptionError, match="'bucket'"):  # no buckets given (key: made NOT NULL)
-        cat.create_table("db.t", Schema.from_pyarrow_schema(nullable_pk, primary_keys=["id"]))
+    nullable_pk = pa.schema([("id", pa.int64()), ("dt", pa.string()), ("v", pa.string())])
+    with pytest.raises(OptionError, match="'bucket'"):  # dynamic buckets, cross-partition key
+        cat.create_table("db.t", Schema.from_pyarrow_schema(nullable_pk, primary_keys=["id"],
+                                                            partition_keys=["dt"]))
     with pytest.raises(SchemaError, match="'nope'"):
         Schema.from_pyarrow_schema(SCHEMA, primary_keys=["nope"])
     with pytest.raises(SchemaError, match="'zz'"):

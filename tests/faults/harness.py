@@ -7,7 +7,8 @@ Reusable by any test that crashes a lakecore process (writer, compactor, committ
 * ``metadata_files(table)`` is the table metadata no snapshot references: schemas, hints,
   the commit-user index and lakecore's own bookkeeping;
 * ``referenced_files(table)`` is every file the table needs: metadata, and the closure of
-  every snapshot (optionally only those from ``since`` on) and of every tag;
+  every snapshot (optionally only those from ``since`` on) and of every tag (manifests, data
+  files, the index manifest and the index files it lists);
 * ``unreferenced_files(table)`` is everything else on disk: what a crash may leave behind;
 * ``check_history(table)`` asserts contiguous ids, unique (user, identifier, kind) and that each
   snapshot was built on the one before (a linear history);
@@ -30,6 +31,7 @@ from typing import Any
 
 from lakecore.format.manifest import ManifestEntry
 from lakecore.format.snapshot import Snapshot
+from lakecore.store.index_paths import index_file_path
 from lakecore.store.manifest_io import merge_entries
 from lakecore.table import FileStoreTable
 from lakecore.utils.faults import ENV_VAR, CrashStep, parse_target
@@ -104,9 +106,18 @@ def _entry_files(table: FileStoreTable, e: ManifestEntry) -> set[str]:
     return out
 
 
+def _index_files(table: FileStoreTable, snap: Snapshot) -> set[str]:
+    """The index files ``snap``'s index manifest lists (where Paimon puts them)."""
+    in_data_dir = table.options.index_file_in_data_file_dir
+    return {index_file_path(table.paths, table.partition_codec.decode(e.partition), e.bucket,
+                            e.index_file, in_data_dir)
+            for e in table.manifest_io().read_index_manifest(snap.index_manifest)}
+
+
 def _closure(table: FileStoreTable, snap: Snapshot,
              cache: dict[str, list[ManifestEntry]] | None = None) -> set[str]:
-    """The manifest lists, manifests and data files ``snap`` reaches."""
+    """The manifest lists, manifests, data files, index manifest and index files ``snap``
+    reaches."""
     mio, paths = table.manifest_io(), table.paths
     cache = {} if cache is None else cache
     out: set[str] = set()
@@ -116,6 +127,7 @@ def _closure(table: FileStoreTable, snap: Snapshot,
             continue
         out.add(paths.manifest_path(name))
         if name == snap.index_manifest:
+            out |= _index_files(table, snap)
             continue
         for meta in mio.read_manifest_list(name):
             out.add(paths.manifest_path(meta.file_name))

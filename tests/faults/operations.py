@@ -6,7 +6,10 @@ in the far future and one long expired (``partition.expiration-time`` = 7 d), tw
 ``changelog-producer = input`` (changelog files to expire), an OVERWRITE and a full COMPACT,
 an earlier snapshot expiry (so tag ``old`` pins an expired snapshot and holds files no snapshot
 does), tags ``keep`` (rollback target) and ``late`` (removed by the rollback), level-0 files to
-compact, and the leftovers of a writer that died before committing (orphans).
+compact, and the leftovers of a writer that died before committing (orphans). Most commits also
+carry a HASH index file for one (partition, bucket), replacing the live one as a dynamic-bucket
+writer does (``index_message``), so the table has an index manifest whose files expiry, tags,
+rollback, overwrites and orphan removal must handle like data files.
 
 Each operation is a function of the table, run the same way in the killed child, in the rerun
 and in the uninterrupted reference run: the same commit user and identifier for commits, the
@@ -16,6 +19,7 @@ same partition, tag and retention arguments.
 from __future__ import annotations
 
 import json
+import struct
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -61,10 +65,31 @@ def rows(ids: list[int] | range, dt: str, v: int) -> pa.Table:
     return pa.table({"id": ids, "dt": [dt] * len(ids), "v": [v] * len(ids)}, schema=SCHEMA)
 
 
+def index_message(table: Any, dt: str, bucket: int, hashes: list[int],
+                  replace: bool = True) -> Any:
+    """What a dynamic-bucket writer hands over for (dt, bucket): a new HASH index file (sorted
+    big-endian int32 key hashes) that replaces the live one it read (``replace``; an overwrite
+    writer starts from nothing and names none)."""
+    from lakecore.commit.message import CommitMessage
+    from lakecore.format.index_manifest import HASH_INDEX, IndexFileMeta
+
+    part = table.partition_codec.encode((dt,))
+    live = tuple(e.index_file for e in table.index_entries(table.snapshot_manager.latest(),
+                                                           HASH_INDEX)
+                 if replace and e.partition == part and e.bucket == bucket)
+    name = table.paths.new_index_file_name()
+    data = b"".join(struct.pack(">i", h) for h in sorted(hashes))
+    table.file_io.write_bytes(table.paths.index_file_path(name), data)
+    meta = IndexFileMeta(HASH_INDEX, name, len(data), len(hashes))
+    return CommitMessage((dt,), bucket, 2, new_index_files=(meta,), deleted_index_files=live)
+
+
 def ingest(table: Any, user: str, identifier: int, *batches: pa.Table,
-           overwrite: str | None = None) -> dict[str, Any]:
+           overwrite: str | None = None,
+           index: tuple[tuple[str, int, list[int]], ...] = ()) -> dict[str, Any]:
     """Write and commit as a rerunnable job does: if (user, identifier) is already committed,
-    the files written now are aborted."""
+    the files written now (data and index files) are aborted. ``index`` adds a HASH index
+    file per (dt, bucket, key hashes)."""
     from lakecore.commit.file_store_commit import FileStoreCommit, partition_equals
     from lakecore.write.table_write import TableWrite
 
@@ -72,6 +97,8 @@ def ingest(table: Any, user: str, identifier: int, *batches: pa.Table,
     for b in batches:
         write.write_arrow(b)
     messages = write.prepare_commit()
+    messages += [index_message(table, dt, bucket, hashes, replace=overwrite is None)
+                 for dt, bucket, hashes in index]
     commit = FileStoreCommit(table, user)
     if overwrite is None:
         result = commit.commit(messages, identifier)
@@ -100,25 +127,30 @@ def build_history(options: dict[str, str]) -> None:
         SCHEMA, partition_keys=["dt"], primary_keys=["id", "dt"], options=TABLE_OPTIONS))
     t = catalog.get_table(TABLE)
     user = "base-ingest"
-    ingest(t, user, 1, rows(range(8), OLD, 1), rows(range(8), A, 1))  # 1
-    ingest(t, user, 2, rows(range(4), A, 2), rows(range(4), OLD, 2))  # 2
+    ingest(t, user, 1, rows(range(8), OLD, 1), rows(range(8), A, 1),
+           index=((OLD, 0, list(range(8))), (A, 0, list(range(8)))))  # 1
+    ingest(t, user, 2, rows(range(4), A, 2), rows(range(4), OLD, 2),
+           index=((A, 0, list(range(9))),))  # 2
     create_tag(t, "old", 2)
-    ingest(t, user, 3, rows(range(10, 16), A, 3), overwrite=A)  # 3: OVERWRITE
-    ingest(t, user, 4, rows(range(16, 21), A, 4), rows(range(4), B, 4))  # 4
+    ingest(t, user, 3, rows(range(10, 16), A, 3), overwrite=A)  # 3: OVERWRITE (A's index goes)
+    ingest(t, user, 4, rows(range(16, 21), A, 4), rows(range(4), B, 4),
+           index=((A, 1, list(range(16, 21))), (B, 0, list(range(4)))))  # 4
     compact(t, full=True, commit_user="base-compactor")  # 5: COMPACT
     expire_snapshots(t, dry_run=False, now=now(), config=ExpireConfig(2, 2, timedelta(0), 100))
-    ingest(t, user, 5, rows(range(2, 6), A, 5))  # 6
+    ingest(t, user, 5, rows(range(2, 6), A, 5), index=((A, 1, list(range(2, 21))),))  # 6
     ingest(t, user, 6, rows(range(4, 9), B, 6))  # 7
     create_tag(t, "keep", 7)
-    ingest(t, user, 7, rows(range(20, 25), A, 7))  # 8
+    ingest(t, user, 7, rows(range(20, 25), A, 7), index=((A, 0, list(range(20, 25))),))  # 8
     ingest(t, user, 8, rows(range(0, 3), B, 8))  # 9
     create_tag(t, "late", 9)
-    ingest(t, user, 9, rows(range(30, 34), A, 9), rows(range(30, 34), B, 9))  # 10
-    # a writer that died before committing: its data and changelog files are orphans, and so
-    # is the temporary file of a snapshot it never published
+    ingest(t, user, 9, rows(range(30, 34), A, 9), rows(range(30, 34), B, 9),
+           index=((B, 0, list(range(9)) + list(range(30, 34))),))  # 10
+    # a writer that died before committing: its data, changelog and index files are orphans,
+    # and so is the temporary file of a snapshot it never published
     dead = TableWrite(t, "dead-writer")
     dead.write_arrow(rows(range(50, 60), A, 50))
     dead.prepare_commit()
+    index_message(t, A, 0, list(range(50, 60)))
     t.file_io.write_bytes(f"{t.paths.snapshot_dir}/.snapshot-11.0123abcd.tmp", b'{"id": 11')
     assert t.snapshot_manager.list_ids() == [4, 5, 6, 7, 8, 9, 10]
     catalog.close()
@@ -126,8 +158,9 @@ def build_history(options: dict[str, str]) -> None:
 
 # -- the operations -----------------------------------------------------------------------
 def op_append(table: Any) -> dict[str, Any]:
+    """An append whose writer also replaces (A, bucket 0)'s HASH index: a new index manifest."""
     return ingest(table, "ingest-op", 100, rows(range(0, 6), A, 100),
-                  rows(range(100, 106), B, 100))
+                  rows(range(100, 106), B, 100), index=((A, 0, list(range(100, 106))),))
 
 
 def op_append_inline_compact(table: Any) -> dict[str, Any]:
@@ -137,7 +170,9 @@ def op_append_inline_compact(table: Any) -> dict[str, Any]:
 
 
 def op_overwrite(table: Any) -> dict[str, Any]:
-    return ingest(table, "backfill-op", 200, rows(range(200, 204), B, 200), overwrite=B)
+    """Overwrite B: B's HASH index is dropped, the writer's new one (built from nothing) added."""
+    return ingest(table, "backfill-op", 200, rows(range(200, 204), B, 200), overwrite=B,
+                  index=((B, 0, list(range(200, 204))),))
 
 
 def op_compact(table: Any) -> dict[str, Any]:

@@ -14,11 +14,16 @@ Each case damages one file of the newest snapshot (3) of a three-snapshot table,
 The LATEST / EARLIEST hints are hints (as in Paimon): a hint past the end, empty, garbage,
 stale or naming a deleted snapshot is ignored and the snapshot directory listed instead, so
 reads and commits go on from the true latest snapshot.
+
+A damaged index manifest (HASH indexes, deletion vectors) is named the same way: no commit is
+built on it (a plain data commit decodes it too, since it carries it forward) and orphan
+removal refuses to run.
 """
 
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,7 +33,10 @@ import pyarrow as pa
 import pytest
 
 from lakecore import CatalogFactory
+from lakecore.commit.file_store_commit import FileStoreCommit
+from lakecore.commit.message import CommitMessage
 from lakecore.errors import CorruptFileError
+from lakecore.format.index_manifest import HASH_INDEX, IndexFileMeta
 from lakecore.maintenance import remove_orphan_files
 from lakecore.table import FileStoreTable
 from tests.core.helpers import make_table, table_files
@@ -243,3 +251,64 @@ def test_bad_earliest_hint_falls_back_to_listing(t, tmp_path, content):
     t = reopen(t, tmp_path)
     assert t.snapshot_manager.earliest_id() == 1
     assert [s.id for s in t.snapshot_manager.snapshots_backward()] == [3, 2, 1]
+
+
+# -- a damaged index manifest -------------------------------------------------------------
+def _with_index(t: FileStoreTable) -> tuple[FileStoreTable, IndexFileMeta]:
+    """Snapshot 4 adds a HASH index file for (dt=a, bucket 0): an index manifest to damage."""
+    name = t.paths.new_index_file_name()
+    t.file_io.write_bytes(t.paths.index_file_path(name), struct.pack(">ii", 1, 2))
+    meta = IndexFileMeta(HASH_INDEX, name, 8, 2)
+    FileStoreCommit(t, USER).commit([CommitMessage(("a",), 0, 1, new_index_files=(meta,))], 4)
+    return t, meta
+
+
+def truncated_index_manifest(t: FileStoreTable) -> str:
+    path = t.paths.manifest_path(t.snapshot_manager.snapshot(4).index_manifest or "")
+    data = Path(path).read_bytes()
+    Path(path).write_bytes(data[: len(data) // 2])
+    return path
+
+
+def garbage_index_manifest(t: FileStoreTable) -> str:
+    path = t.paths.manifest_path(t.snapshot_manager.snapshot(4).index_manifest or "")
+    Path(path).write_bytes(b"Obj\x01 this is not an index manifest")
+    return path
+
+
+def missing_index_manifest(t: FileStoreTable) -> str:
+    path = t.paths.manifest_path(t.snapshot_manager.snapshot(4).index_manifest or "")
+    os.remove(path)
+    return path
+
+
+INDEX_DAMAGE = [truncated_index_manifest, garbage_index_manifest, missing_index_manifest]
+
+
+@pytest.mark.parametrize("damage", INDEX_DAMAGE, ids=lambda f: f.__name__)
+def test_a_damaged_index_manifest_is_named_and_nothing_is_built_on_it(t, tmp_path, damage):
+    t, h0 = _with_index(t)
+    before = read_rows(t, 3)
+    prepared = prepare(t, batch([5], 5))  # an executor's files, committed after the damage
+    path = damage(t)
+    t = reopen(t, tmp_path)
+    files = table_files(t)
+    # a data commit (which carries the index manifest), an index change and an OVERWRITE
+    # (which read it) all refuse, naming the file, and publish nothing
+    committer = t.new_stream_write_builder().with_commit_user(USER).new_commit()
+    _raises_naming(path, lambda: committer.commit(prepared, 5))
+    name = t.paths.new_index_file_name()
+    t.file_io.write_bytes(t.paths.index_file_path(name), struct.pack(">i", 3))
+    replace = CommitMessage(("a",), 0, 1, deleted_index_files=(h0,),
+                            new_index_files=(IndexFileMeta(HASH_INDEX, name, 4, 1),))
+    _raises_naming(path, lambda: FileStoreCommit(t, USER).commit([replace], 6))
+    _raises_naming(path, lambda: FileStoreCommit(t, USER).overwrite([], None, 7))
+    assert t.snapshot_manager.list_ids() == [1, 2, 3, 4]
+    new = set(table_files(t)) - set(files)
+    assert {Path(f).name for f in new} == {name}  # only the writer's own file, kept for a retry
+    # orphan removal cannot tell which index files the damaged manifest keeps: it refuses
+    _raises_naming(path, lambda: remove_orphan_files(t, older_than=timedelta(0), now=LATER,
+                                                     dry_run=False))
+    assert set(table_files(t)) - set(files) == new
+    # the snapshots before the index manifest still read as before
+    assert read_rows(t, 3) == before

@@ -50,19 +50,22 @@ from tests.faults.harness import (
 S = CrashStep
 COMMIT_STEPS = [S.AFTER_DATA_FILES, S.AFTER_MANIFESTS, S.AFTER_MANIFEST_LIST,
                 S.AFTER_SNAPSHOT_BEFORE_HINT, S.AFTER_COMMIT]
+# commits that change the index manifest (a HASH file replaced, an overwrite or a partition
+# expiry dropping a partition's index entries) also stop after writing the new index manifest
+INDEX_COMMIT_STEPS = [*COMMIT_STEPS[:3], S.AFTER_INDEX_MANIFEST, *COMMIT_STEPS[3:]]
 
 # operation -> crash targets ("step" or "step@N": the N-th time the step is reached)
 MATRIX: dict[str, list[CrashStep | str]] = {
     "append": [S.WRITE_MID_DATA_FILE, S.WRITE_AFTER_DATA_FILE, "write-after-data-file@3",
-               *COMMIT_STEPS],
+               *INDEX_COMMIT_STEPS],
     # one commit call, APPEND then COMPACT: @1 is the APPEND commit, @2 the COMPACT one
     "append-inline-compact": [S.WRITE_AFTER_DATA_FILE, S.COMPACT_AFTER_REWRITE,
                               "after-commit@1", "after-data-files@2", "after-manifests@2",
                               "after-snapshot-before-hint@2"],
-    "overwrite": [S.WRITE_MID_DATA_FILE, S.WRITE_AFTER_DATA_FILE, *COMMIT_STEPS],
+    "overwrite": [S.WRITE_MID_DATA_FILE, S.WRITE_AFTER_DATA_FILE, *INDEX_COMMIT_STEPS],
     "compact": [S.WRITE_MID_DATA_FILE, S.WRITE_AFTER_DATA_FILE, S.COMPACT_AFTER_REWRITE,
                 "compact-after-rewrite@2", S.COMPACT_BEFORE_COMMIT, *COMMIT_STEPS],
-    "expire-partitions": [S.PARTITION_EXPIRE_AFTER_RECORD, *COMMIT_STEPS],
+    "expire-partitions": [S.PARTITION_EXPIRE_AFTER_RECORD, *INDEX_COMMIT_STEPS],
     "expire-snapshots": [s for s in S if s.value.startswith("expire-")],
     "remove-orphan-files": [S.ORPHAN_MID_DELETE],
     "create-tag": [S.TAG_AFTER_CREATE],
@@ -104,8 +107,9 @@ class Reference:
 
 def end_state(table: FileStoreTable) -> State:
     """What the table says, independent of file names: snapshots (kind, user, identifier,
-    rows), tags, the expired-partition records, the commit-user index entries and the schema
-    versions (fields, ids and options, not their time)."""
+    rows, index entries by partition, bucket, type and row count), tags, the expired-partition
+    records, the commit-user index entries and the schema versions (fields, ids and options,
+    not their time)."""
     sm = table.snapshot_manager
     meta = set()
     for d in METADATA_DIRS:
@@ -118,6 +122,9 @@ def end_state(table: FileStoreTable) -> State:
         "earliest": sm.earliest_id(),
         "latest": sm.latest_id(),
         "rows": snapshot_rows(table),
+        "index": {s.id: sorted((e.partition, e.bucket, e.index_file.index_type,
+                                e.index_file.row_count) for e in table.index_entries(s))
+                  for s in snapshots(table)},
         "tags": tag_rows(table),
         "expired_partitions": sorted({tuple(sorted(p.items()))
                                       for p in expired_partition_records(table)}),
@@ -130,7 +137,8 @@ def end_state(table: FileStoreTable) -> State:
 def without_last_snapshot(state: State) -> State:
     last = state["snapshots"][-1][0]
     return {**state, "snapshots": state["snapshots"][:-1], "latest": last - 1,
-            "rows": {k: v for k, v in state["rows"].items() if k != last}}
+            "rows": {k: v for k, v in state["rows"].items() if k != last},
+            "index": {k: v for k, v in state["index"].items() if k != last}}
 
 
 def kinds(paths: set[str]) -> Counter[str]:

@@ -4,10 +4,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import delete, inspect
 
 from lakecore.lock import SqlCatalogLock
 from lakecore.lock.sql import LOCKS
+from lakecore.lock.sql_schema import LEGACY_LOCKS
 from tests.lock.backends import BACKENDS, backend_url, unique_key
 
 
@@ -39,7 +40,11 @@ def make_lock(lock_url: str, catalog_key: str) -> Iterator[Callable[..., SqlCata
 
     yield make
     if made:
-        with made[0].engine().begin() as conn:
+        engine = made[0].engine()
+        with engine.begin() as conn:
             conn.execute(delete(LOCKS).where(LOCKS.c.lock_id.like(f"{catalog_key}.%")))
+            if inspect(conn).has_table(LEGACY_LOCKS.name):
+                conn.execute(delete(LEGACY_LOCKS).where(
+                    LEGACY_LOCKS.c.lock_id.like(f"{catalog_key}.%")))
     for lock in made:
         lock.close()

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import CatalogFactory, Schema
-from lakecore.errors import CatalogLockTimeoutError, OptionError
+from lakecore.errors import CatalogLockError, CatalogLockTimeoutError, OptionError
 from lakecore.lock import NoopLock, SqlCatalogLock, lock_from_options, parse_lock_options
 from lakecore.lock.options import normalize_lock_uri
 from tests.faults.harness import snapshot_files
@@ -162,8 +162,11 @@ def test_only_check_latest_create_snapshot_and_hints_run_under_the_lock(lock_url
 
 
 def test_commit_times_out_on_a_held_lock_and_leaves_the_table_as_it_was(lock_url, tmp_path):
+    # A 300 ms acquire timeout alone would store expire_time_seconds 0 (Paimon's rounding),
+    # a row stale at once: the holder's row keeps its own 60 s expiry.
     catalog = _catalog(tmp_path, lock_url, **{"lock-acquire-timeout": "300 ms",
-                                              "lock-check-max-sleep": "50 ms"})
+                                              "lock-check-max-sleep": "50 ms",
+                                              "lock-expire-time": "60 s"})
     table = catalog.get_table("db.t")
     commit, messages = _append(table, [1, 2])
     commit.commit(messages)
@@ -191,3 +194,29 @@ def test_catalog_passes_its_lock_to_tables_and_copies(tmp_path):
     local = CatalogFactory.create({"warehouse": str(tmp_path / "wh")})
     assert isinstance(local.lock, NoopLock)
     catalog.close()
+
+
+def test_lock_key_max_length_is_paimons_key(tmp_path):
+    """JdbcCatalogOptions.LOCK_KEY_MAX_LENGTH ('lock-key-max-length', default 255): the width
+    of lock_id; a Paimon catalog's option map passes through, and longer lock ids are refused
+    before touching the database."""
+    lock = lock_from_options({"warehouse": str(tmp_path), "lock.enabled": "true",
+                              "lock.uri": f"sqlite:///{tmp_path}/l.db",
+                              "lock-key-max-length": "20"})
+    assert isinstance(lock, SqlCatalogLock) and lock.lock_id_max_length == 20
+    assert lock.lock_id("db", "t") == "jdbc.db.t"
+    with pytest.raises(CatalogLockError, match="lock-key-max-length"):
+        lock.lock_id("database", "a_long_table")
+    assert parse_lock_options({}).lock_key_max_length == 255
+    with pytest.raises(OptionError, match="lock-key-max-length"):
+        parse_lock_options({"lock-key-max-length": "0"})
+
+
+def test_expiry_defaults_to_the_acquire_timeout_rounded_as_paimon():
+    """JdbcCatalogLock stores acquireTimeout / 1000 (rounded down); so does lakecore unless
+    lock-expire-time says otherwise."""
+    assert parse_lock_options({"lock-acquire-timeout": "1500 ms"}).expire == timedelta(
+        milliseconds=1500)
+    lock = SqlCatalogLock("sqlite:////tmp/unused-lakecore-lock.db",
+                          acquire_timeout=timedelta(milliseconds=1500))
+    assert lock.expire_seconds == 1

@@ -11,12 +11,11 @@ import time
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import create_engine, event, insert, text
+from sqlalchemy import create_engine, event, text
 from sqlalchemy.exc import DBAPIError
 
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
 from lakecore.lock import CatalogLock, NoopLock, SqlCatalogLock
-from lakecore.lock.sql import LOCKS
 from tests.lock import workers
 
 
@@ -185,12 +184,14 @@ def test_a_late_holder_does_not_release_the_owner_that_took_over(make_lock):
     """A's row expired and B took over; A finishing late must leave B's row alone."""
     lock = make_lock(acquire_timeout=timedelta(seconds=5))
     lock_id = lock.lock_id("db", "t")
-    with lock.engine().begin() as conn:  # A's row, acquired an hour ago with a 1 s expiry
-        conn.execute(insert(LOCKS).values(lock_id=lock_id, owner="owner-a",
-                                          acquired_at=int(time.time() * 1000) - 3_600_000,
-                                          expire_seconds=1))
+    lock.engine()
+    with lock.engine().begin() as conn:  # A's row with a 0 s expiry: stale a second later
+        conn.execute(text("INSERT INTO paimon_distributed_locks "
+                          "(lock_id, expire_time_seconds, lock_owner) VALUES (:id, 0, 'owner-a')"),
+                     {"id": lock_id})
+    time.sleep(2.1)
     stale = lock.holder("db", "t")
-    assert stale is not None and stale.stale
+    assert stale is not None and stale.stale and stale.owner == "owner-a"
     lock.acquire(lock_id, "owner-b")
     lock.release(lock_id, "owner-a")
     held = lock.holder("db", "t")
@@ -200,20 +201,19 @@ def test_a_late_holder_does_not_release_the_owner_that_took_over(make_lock):
 
 def test_only_the_primary_key_violation_counts_as_contention(make_lock):
     lock = make_lock(acquire_timeout=timedelta(seconds=30))
-    lock_id = lock.lock_id("db", "t")
     started = time.monotonic()
     with pytest.raises(DBAPIError):  # NOT NULL violation: an error, not "someone holds it"
-        lock.acquire(lock_id, None)  # type: ignore[arg-type]
+        lock.acquire(None, "owner")  # type: ignore[arg-type]
     assert time.monotonic() - started < 5
 
 
 def test_a_broken_lock_table_is_an_error_not_a_wait(tmp_path):
     url = f"sqlite:///{tmp_path}/broken.db"
     with create_engine(url).begin() as conn:
-        conn.execute(text("CREATE TABLE lakecore_catalog_locks (lock_id VARCHAR(255) "
-                          "PRIMARY KEY)"))
+        conn.execute(text("CREATE TABLE paimon_distributed_locks (lock_id VARCHAR(255) "
+                          "PRIMARY KEY, lock_owner VARCHAR(36))"))
     lock = SqlCatalogLock(url, acquire_timeout=timedelta(seconds=30))
-    with pytest.raises(DBAPIError, match="owner"):
+    with pytest.raises(DBAPIError, match="expire_time_seconds"):
         lock.run_with_lock("db", "t", lambda: None)
     lock.close()
 

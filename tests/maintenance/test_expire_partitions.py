@@ -213,3 +213,38 @@ def test_record_files_are_folded_without_losing_partitions(tmp_path):
         r["dt"] for r in records)
     with pytest.raises(PartitionExpiredError):
         check_not_expired(t, [("20230103",)], now=date(1))
+
+
+@pytest.mark.parametrize("pattern", [None, "$dt"])
+def test_null_in_a_field_the_time_is_not_read_from_still_expires(tmp_path, pattern):
+    """Paimon PartitionExpireTest#testExpireWithNullOrEmptyPartition: partitions (f0, f1),
+    the time read from f0; writes 20230101/{11, 12, null}, 20230103/{"", 32}, 20230105/51,
+    expire at Jan 6 with 2 d -> only 20230105:51 is left. PartitionTimeExtractor only reads the
+    values it substitutes, so a null sub-partition (__DEFAULT_PARTITION__) is no reason to keep
+    the partition; the same holds with partition.timestamp-pattern '$dt'."""
+    schema = pa.schema([("v", pa.int64()), ("dt", pa.string()), ("region", pa.string())])
+    options = {**EXPIRY, "write-only": "true"}
+    if pattern is not None:
+        options["partition.timestamp-pattern"] = pattern
+    t = make_table(str(tmp_path), schema, partition_keys=["dt", "region"], options=options)
+    write(t, {"v": [1, 2, 3, 4, 5, 6],
+              "dt": ["20230101", "20230101", "20230101", "20230103", "20230103", "20230105"],
+              "region": ["11", "12", None, "", "32", "51"]})
+    report = expire_partitions(t, now=date(6), dry_run=False)
+    assert report.plan.unparsable == ()
+    assert {"dt": "20230101", "region": "__DEFAULT_PARTITION__"} in report.plan.expired
+    assert [(r["dt"], r["region"]) for r in read(t)] == [("20230105", "51")]
+
+
+def test_null_in_the_field_the_time_is_read_from_is_reported(tmp_path):
+    """Paimon PartitionValuesTimeExpireStrategy: a null value the pattern substitutes cannot
+    give a time (NullPointerException -> not expired, warned); lakecore reports it."""
+    schema = pa.schema([("v", pa.int64()), ("dt", pa.string()), ("region", pa.string())])
+    t = make_table(str(tmp_path), schema, partition_keys=["region", "dt"], options={
+        **EXPIRY, "write-only": "true", "partition.timestamp-pattern": "$dt"})
+    write(t, {"v": [1, 2], "dt": [None, "20230101"], "region": ["eu", None]})
+    report = expire_partitions(t, now=date(6), dry_run=False)
+    assert report.plan.expired == ({"region": "__DEFAULT_PARTITION__", "dt": "20230101"},)
+    ((spec, reason),) = report.plan.unparsable
+    assert spec == {"region": "eu", "dt": "__DEFAULT_PARTITION__"} and "dt" in reason
+    assert [(r["region"], r["dt"]) for r in read(t)] == [("eu", None)]

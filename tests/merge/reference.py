@@ -2,7 +2,9 @@
 
 It walks each key's records one by one, exactly like Paimon's Java ``MergeFunction``s behind
 ``ReducerMergeFunctionWrapper`` (a lone -U/-D is passed through) and its ``FieldAggregator``
-classes, with Java's integer wrap-around and truncating division. Tests compare the columnar
+classes: integer sum and product exact as in Paimon 2.x (``Math.addExact``/``multiplyExact``:
+overflow raises), truncating division, and a product retraction that leaves a null
+accumulator null (FieldProductAgg.retract). Tests compare the columnar
 implementation against it.
 """
 
@@ -137,9 +139,9 @@ class Agg:
         elif v is None or a is None:
             self.acc = v if a is None else a
         elif f is AggregateFunction.SUM:
-            self.acc = self._wrap(a + v)
+            self.acc = self._exact(a + v)
         elif f is AggregateFunction.PRODUCT:
-            self.acc = self._wrap(a * v)
+            self.acc = self._exact(a * v)
         elif f is AggregateFunction.MAX:
             self.acc = v if _java_less(a, v) else a
         elif f is AggregateFunction.MIN:
@@ -163,19 +165,20 @@ class Agg:
             self.acc = None if v is not None else a
         elif f is AggregateFunction.SUM:
             if a is None:
-                self.acc = None if v is None else self._wrap(-v)
+                self.acc = None if v is None else self._exact(-v)
             elif v is not None:
-                self.acc = self._wrap(a - v)
+                self.acc = self._exact(a - v)
         elif f is AggregateFunction.PRODUCT:
-            if v is not None:
-                self.acc = self._div(1 if a is None else a, v)
+            if v is not None and a is not None:
+                self.acc = self._div(a, v)
         else:
             raise MergeError(f"Aggregate function '{f.value}' does not support retraction")
 
-    def _wrap(self, x: Any) -> Any:
+    def _exact(self, x: Any) -> Any:
         if pa.types.is_integer(self.type):
             bits = self.type.bit_width
-            return (x + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
+            if not -(2 ** (bits - 1)) <= x < 2 ** (bits - 1):
+                raise MergeError(f"{self.func.value} overflows {self.type}")
         return x
 
     def _div(self, a: Any, b: Any) -> Any:
@@ -183,7 +186,7 @@ class Agg:
             if b == 0:
                 raise MergeError("division by zero")
             q = abs(a) // abs(b)
-            return self._wrap(q if (a >= 0) == (b >= 0) else -q)
+            return self._exact(q if (a >= 0) == (b >= 0) else -q)
         if b == 0:
             return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a) * (
                 math.copysign(1, b))

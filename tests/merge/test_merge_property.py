@@ -171,9 +171,17 @@ def test_merging_in_two_steps_equals_merging_once(data):
     rows.sort(key=lambda r: r["seq"])
     cut = data.draw(st.integers(0, len(rows)))
     table = kv_table(rows, types)
-    old = merge_sorted(sort_kv(table.slice(0, cut), spec), spec, drop_retracts=False)
-    new = merge_sorted(sort_kv(table.slice(cut), spec), spec, drop_retracts=False)
-    both = sort_kv(pa.concat_tables([old, new]), spec)
-    two_step = merge_sorted(both, spec, drop_retracts=True).to_pylist()
-    once = merge_sorted(sort_kv(table, spec), spec, drop_retracts=True).to_pylist()
+    try:
+        old = merge_sorted(sort_kv(table.slice(0, cut), spec), spec, drop_retracts=False)
+        new = merge_sorted(sort_kv(table.slice(cut), spec), spec, drop_retracts=False)
+        both = sort_kv(pa.concat_tables([old, new]), spec)
+        two_step = merge_sorted(both, spec, drop_retracts=True).to_pylist()
+        once = merge_sorted(sort_kv(table, spec), spec, drop_retracts=True).to_pylist()
+    except MergeError as e:
+        # Exact integer sums (Paimon 2.x FieldSumAgg) are not associative at the limits: a
+        # partial sum of one run may overflow where the whole sequence does not, in Paimon
+        # too. Associativity holds wherever no step overflows.
+        assert "overflows" in str(e)
+        event("an integer sum overflowed")
+        return
     assert two_step == once

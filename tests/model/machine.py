@@ -117,9 +117,14 @@ def configs(draw: st.DrawFn) -> TableConfig:
                  Engine.AGGREGATION: ["none", "input"],
                  Engine.FIRST_ROW: ["none"]}[engine]
     write_only = draw(st.booleans())
+    # bucket -1: Paimon's dynamic bucket mode (HASH index); deletion vectors with every
+    # engine Paimon allows them with (not first-row) and the producers drawn (none, input,
+    # lookup: all allowed with vectors)
+    vectors = engine is not Engine.FIRST_ROW and draw(st.booleans())
     return TableConfig(
         engine=engine,
-        bucket=draw(st.sampled_from([1, 3])),
+        bucket=draw(st.sampled_from([1, 3, -1])),
+        deletion_vectors=vectors,
         write_only=write_only,
         changelog_producer=draw(st.sampled_from(producers)),
         auto_expire=not write_only and draw(st.booleans()),
@@ -241,6 +246,10 @@ class ModelMachine(RuleBasedStateMachine):
                                 partition_keys=PARTITION_KEYS, options=config.options())
         self.ids = {c: {self.table.schema.row_type.field(c).id} for c in ("v1", "v2")}
         self.model = TableModel(config)
+        if config.bucket == -1:
+            OPS["  table with dynamic buckets (HASH index)"] += 1
+        if config.deletion_vectors:
+            OPS["  table with deletion vectors"] += 1
         self._write(data)
 
     # -- helpers ------------------------------------------------------------------------------

@@ -161,6 +161,7 @@ class TableConfig:
     auto_expire: bool = False  # snapshot.num-retained.* small: writers expire after commits
     manifest_merge: bool = False  # manifest.merge-min-count small
     deletes: bool = True  # partial-update / aggregation: remove-record-on-delete and -D rows
+    deletion_vectors: bool = False  # deletion-vectors.enabled: reads skip level 0
 
     @property
     def paimon_readable(self) -> bool:
@@ -169,11 +170,13 @@ class TableConfig:
 
     @property
     def needs_lookup(self) -> bool:
-        return self.engine is Engine.FIRST_ROW or self.changelog_producer == "lookup"
+        return (self.engine is Engine.FIRST_ROW or self.changelog_producer == "lookup"
+                or self.deletion_vectors)
 
     @property
     def skips_level0(self) -> bool:
-        return self.engine is Engine.FIRST_ROW
+        """Batch reads show no level-0 data: first-row scans, and deletion-vector tables."""
+        return self.engine is Engine.FIRST_ROW or self.deletion_vectors
 
     def options(self) -> dict[str, str]:
         opts = {
@@ -196,12 +199,15 @@ class TableConfig:
             opts.update({"snapshot.num-retained.min": "2", "snapshot.num-retained.max": "4"})
         if self.manifest_merge:
             opts["manifest.merge-min-count"] = "3"
+        if self.deletion_vectors:
+            opts["deletion-vectors.enabled"] = "true"
         return opts
 
     def describe(self) -> str:
         return (f"{self.engine.value} bucket={self.bucket} write-only={self.write_only} "
                 f"changelog={self.changelog_producer} auto-expire={self.auto_expire} "
-                f"manifest-merge={self.manifest_merge} deletes={self.deletes}")
+                f"manifest-merge={self.manifest_merge} deletes={self.deletes} "
+                f"deletion-vectors={self.deletion_vectors}")
 
 
 @dataclass(frozen=True)

@@ -17,18 +17,18 @@ import pytest
 from lakecore import CatalogFactory
 from lakecore.maintenance import ExpireConfig, create_tag, expire_snapshots, rollback_to
 from lakecore.utils.faults import CrashStep
-from tests.faults import committer, operations
+from tests.faults import operations
+from tests.faults.committer_crash import LEFTOVER_KINDS, kill_committer_then_rerun
 from tests.faults.harness import (
     all_files,
     check_history,
     missing_files,
     read_rows,
     run_child,
-    snapshot_rows,
     tag_rows,
     unreferenced_files,
 )
-from tests.faults.test_commit_crash import LEFTOVER_KINDS, PUBLISHED, USER, _kind, make_table, rows
+from tests.faults.test_commit_crash import make_table
 from tests.s3.server import MotoServer
 
 
@@ -53,33 +53,8 @@ def _no_temporary_objects(table) -> None:
 def test_kill_a_committer_on_s3_then_rerun(moto_server, bucket, tmp_path, protocol, step):
     options = _options(moto_server, bucket, protocol, tmp_path)
     table = make_table(options)
-    args = {"catalog": options, "table": "db.t", "user": USER}
-    for ident, (lo, hi) in enumerate([(0, 10), (10, 20)], start=1):
-        assert committer.main({**args, "identifier": ident, "rows": rows(lo, hi)})[
-            "snapshot_ids"] == [ident]
-    before, files_before = snapshot_rows(table), all_files(table)
-
-    crashed = run_child("tests.faults.committer",
-                        {**args, "identifier": 3, "rows": rows(20, 30)}, crash_at=step)
-    assert crashed.killed, crashed.stderr
-
+    kill_committer_then_rerun(table, options, step, _no_temporary_objects)
     assert missing_files(table) == set()
-    after = snapshot_rows(table)
-    assert {sid: after[sid] for sid in before} == before
-    published = step in PUBLISHED
-    assert table.snapshot_manager.latest_id() == (3 if published else 2)  # LATEST may lag
-    leftovers = unreferenced_files(table)
-    assert leftovers <= all_files(table) - files_before
-    assert {_kind(p) for p in leftovers} == LEFTOVER_KINDS[step]
-    _no_temporary_objects(table)
-
-    rerun = committer.main({**args, "identifier": 3, "rows": rows(20, 30)})
-    assert rerun["skipped"] == published
-    snaps = check_history(table)
-    assert [(s.commit_user, s.commit_identifier) for s in snaps] == [(USER, 1), (USER, 2),
-                                                                      (USER, 3)]
-    assert len(read_rows(table)) == 30
-    assert unreferenced_files(table) == leftovers and missing_files(table) == set()
 
 
 def _run_op(options: dict[str, str], op: str, step: CrashStep | str) -> None:

@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compact only this partition (repeatable; keys joined by commas)")
     p.add_argument("--full", action="store_true",
                    help="full compaction (rewrite every bucket into its top level)")
+    p.add_argument("--bucket", action="append", default=None, metavar="[K=V[,K=V]:]N",
+                   help="compact only this bucket (repeatable), e.g. dt=2026-11-01:0; "
+                        "bucket N of an unpartitioned table is just N")
     p.add_argument("--max-buckets", type=int, default=None,
                    help="compact at most this many buckets, the biggest first")
     p.add_argument("--parallelism", type=int, default=None,
@@ -54,6 +57,26 @@ def _partitions(specs: Sequence[str]) -> tuple[dict[str, str], ...] | None:
     return out or None
 
 
+def parse_bucket(text: str, keys: Sequence[str]) -> tuple[dict[str, str], int]:
+    """``dt=2026-11-01:0`` -> ({"dt": "2026-11-01"}, 0); ``3`` for an unpartitioned table."""
+    spec, sep, number = text.rpartition(":")
+    if not number.strip().isdigit():
+        raise ValueError(f"--bucket {text!r}: expected [K=V[,K=V]:]BUCKET")
+    if keys and not sep:
+        raise ValueError(f"--bucket {text!r}: name the partition, e.g. "
+                         f"{keys[0]}=VALUE:{number.strip()}")
+    if not keys and sep:
+        raise ValueError(f"--bucket {text!r}: the table is not partitioned")
+    return (parse_partition(spec, "--bucket", list(keys)) if sep else {}), int(number)
+
+
+def _buckets(specs: Sequence[str] | None, keys: Sequence[str]
+             ) -> tuple[tuple[dict[str, str], int], ...] | None:
+    if specs is None:
+        return None
+    return tuple(parse_arg(parse_bucket, s, keys) for s in specs)
+
+
 def _body(ctx: JobContext) -> Mapping[str, Any]:
     a = ctx.args
     table = ctx.open_table()
@@ -61,6 +84,7 @@ def _body(ctx: JobContext) -> Mapping[str, Any]:
         partitions=_partitions(a.partition), full=a.full, max_buckets=a.max_buckets,
         parallelism=a.parallelism, commit_user=a.commit_user,
         commit_identifier=a.commit_identifier,
+        buckets=_buckets(a.bucket, table.partition_keys),
     )
     with ctx.stage("plan"):
         plan = plan_compact(table, request)

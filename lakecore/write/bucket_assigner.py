@@ -1,0 +1,185 @@
+"""Dynamic bucket assignment (``bucket = -1``), pure and columnar: Paimon's ``PartitionIndex``
+and ``HashBucketAssigner`` rules over numpy arrays.
+
+A partition's index is every key hash it holds and the bucket holding it (one sorted array of
+hashes and a parallel array of buckets: a lookup is ``np.searchsorted``, not a dict of millions
+of ints) plus each bucket's row count (the number of hashes in its HASH index file).
+
+Paimon's rules, as ``assign`` applies them to a batch of key hashes:
+
+- a key already in the partition keeps its bucket (whichever assigner owns that bucket);
+- a new key goes to this assigner's first non-full bucket (row count < ``target_row_num``,
+  ascending bucket id), which fills up one key at a time;
+- when none is left, a new bucket: the smallest id ``b`` not yet used with
+  ``b % num_assigners == assign_id % num_assigners`` (Java ``isMyBucket``), below
+  ``dynamic-bucket.max-buckets`` (-1: below 32768);
+- when max-buckets forbids a new bucket, the key goes to one of this assigner's buckets beyond
+  the target. Paimon picks one at random; lakecore picks ``|hash| mod n`` among them, so every
+  run assigns the same way.
+
+Several assigners (Spark tasks) assign one partition without talking to each other because
+each creates only its own bucket ids and ``compute_assigner`` (Java
+``BucketAssigner.computeAssigner``) sends every key to exactly one of them. Within a batch,
+new keys are assigned in the order they first appear.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from lakecore.errors import OptionError
+from lakecore.options.registry import DYNAMIC_BUCKET_MAX_BUCKETS, DYNAMIC_BUCKET_TARGET_ROW_NUM
+
+MAX_DYNAMIC_BUCKETS = 32768  # Java Short.MAX_VALUE + 1: bucket ids are below it
+
+
+def compute_assigner(partition_hash: int, key_hashes: np.ndarray, num_channels: int,
+                     num_assigners: int) -> np.ndarray:
+    """Java ``BucketAssigner.computeAssigner`` for every key hash (int32 in, int32 out):
+    ``(|partitionHash % channels| + |keyHash % assigners|) % channels``, Java remainders."""
+    if num_channels <= 0 or num_assigners <= 0:
+        raise OptionError("dynamic-bucket.assigner-parallelism",
+                          "the number of assigner channels and assigners must be positive")
+    start = abs(int(np.fmod(np.int64(partition_hash), num_channels)))
+    keys = np.abs(np.fmod(np.asarray(key_hashes, dtype=np.int64), num_assigners))
+    return ((start + keys) % num_channels).astype(np.int32)
+
+
+def num_assigners_for(num_channels: int, initial_buckets: int | None) -> int:
+    """How many assigners share a partition: ``dynamic-bucket.initial-buckets`` when set (at
+    most the channels), else one per channel (Java's ``min(initialBuckets, tasks)``)."""
+    if initial_buckets is None:
+        return num_channels
+    return max(1, min(initial_buckets, num_channels))
+
+
+@dataclass(frozen=True)
+class PartitionIndex:
+    """Every key hash of one partition and its bucket; each bucket's row count."""
+
+    hashes: np.ndarray  # int32, sorted ascending, unique
+    hash_buckets: np.ndarray  # int32, the bucket of each hash
+    row_counts: Mapping[int, int]  # bucket -> rows (hashes) in its HASH index
+
+    @staticmethod
+    def empty() -> PartitionIndex:
+        return PartitionIndex(np.zeros(0, np.int32), np.zeros(0, np.int32), {})
+
+    @staticmethod
+    def of(per_bucket: Mapping[int, np.ndarray],
+           row_counts: Mapping[int, int] | None = None) -> PartitionIndex:
+        """From each bucket's hashes (a HASH index file each); row counts default to the
+        number of distinct hashes. A hash found in two buckets keeps the lower bucket."""
+        buckets = sorted(per_bucket)
+        if not buckets:
+            return PartitionIndex(np.zeros(0, np.int32), np.zeros(0, np.int32),
+                                  dict(row_counts or {}))
+        hashes = np.concatenate([np.asarray(per_bucket[b], np.int32) for b in buckets])
+        owners = np.concatenate([np.full(len(per_bucket[b]), b, np.int32) for b in buckets])
+        # sort by (hash, bucket) in one int64 key; the first of equal hashes: lowest bucket
+        order = np.argsort((hashes.astype(np.int64) << 16) | owners.astype(np.int64))
+        hashes, owners = hashes[order], owners[order]
+        first = np.empty(hashes.size, bool)
+        first[:1] = True
+        np.not_equal(hashes[1:], hashes[:-1], out=first[1:])
+        counts = dict(row_counts) if row_counts is not None else {
+            b: int(np.unique(np.asarray(per_bucket[b])).size) for b in buckets}
+        return PartitionIndex(hashes[first], owners[first], counts)
+
+    def lookup(self, key_hashes: np.ndarray) -> np.ndarray:
+        """The bucket of each hash, -1 where the partition does not hold it."""
+        key_hashes = np.asarray(key_hashes, np.int32)
+        if self.hashes.size == 0:
+            return np.full(key_hashes.size, -1, np.int32)
+        pos = np.searchsorted(self.hashes, key_hashes)
+        pos_c = np.minimum(pos, self.hashes.size - 1)
+        found = self.hashes[pos_c] == key_hashes
+        return np.where(found, self.hash_buckets[pos_c], -1).astype(np.int32)
+
+    def bucket_hashes(self, bucket: int) -> np.ndarray:
+        """The sorted hashes of one bucket."""
+        return self.hashes[self.hash_buckets == bucket]
+
+    @property
+    def buckets(self) -> list[int]:
+        return sorted(self.row_counts)
+
+    @property
+    def max_bucket(self) -> int:
+        return max(self.row_counts, default=-1)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``assign``'s result: each row's bucket, the updated index, and the buckets that
+    gained keys (their HASH index files must be rewritten)."""
+
+    buckets: np.ndarray  # int32, one per input row
+    index: PartitionIndex
+    touched: frozenset[int]
+
+
+def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int,
+           max_buckets: int = -1, num_assigners: int = 1, assign_id: int = 0) -> Assignment:
+    """The bucket of every key hash of a batch of one partition (see the module docstring)."""
+    if target_row_num < 1:
+        raise OptionError(DYNAMIC_BUCKET_TARGET_ROW_NUM.key, f"must be >= 1, got {target_row_num}")
+    if max_buckets != -1 and not 1 <= max_buckets <= MAX_DYNAMIC_BUCKETS:
+        raise OptionError(DYNAMIC_BUCKET_MAX_BUCKETS.key,
+                          f"must be -1 or between 1 and {MAX_DYNAMIC_BUCKETS}, got {max_buckets}")
+    key_hashes = np.asarray(key_hashes, np.int32)
+    out = index.lookup(key_hashes)
+    new_mask = out < 0
+    if not new_mask.any():
+        return Assignment(out, index, frozenset())
+    # distinct new hashes, in the order they first appear
+    uniq, first, inverse = np.unique(key_hashes[new_mask], return_index=True,
+                                     return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    new_hashes = uniq[order]
+    n = new_hashes.size
+    chosen = np.empty(n, np.int32)
+    mine = [b for b in index.buckets if b % num_assigners == assign_id % num_assigners]
+    counts = dict(index.row_counts)
+    # 1. fill this assigner's non-full buckets, ascending id
+    capacity = np.array([max(0, target_row_num - counts[b]) for b in mine], np.int64)
+    fill = np.repeat(np.array(mine, np.int32), capacity)[:n] if mine else np.zeros(0, np.int32)
+    chosen[:fill.size] = fill
+    done = fill.size
+    # 2. new buckets of this assigner, each up to the target
+    if done < n:
+        limit = MAX_DYNAMIC_BUCKETS if max_buckets == -1 else max_buckets
+        used = set(counts)
+        start = assign_id % num_assigners
+        wanted = -(-(n - done) // target_row_num)
+        fresh = [b for b in range(start, limit, num_assigners) if b not in used][:wanted]
+        take = np.repeat(np.array(fresh, np.int32), target_row_num)[: n - done]
+        chosen[done:done + take.size] = take
+        done += take.size
+        mine = mine + fresh
+    # 3. no bucket left under max-buckets: spread over this assigner's buckets
+    if done < n:
+        if not mine:
+            raise OptionError(
+                DYNAMIC_BUCKET_MAX_BUCKETS.key,
+                f"assigner {assign_id} of {num_assigners} owns no bucket below "
+                f"{max_buckets}; raise dynamic-bucket.max-buckets or lower the number of "
+                "assigners (dynamic-bucket.initial-buckets / assigner-parallelism)")
+        pool = np.array(sorted(mine), np.int32)
+        rest = new_hashes[done:].astype(np.int64)
+        chosen[done:] = pool[np.abs(rest) % pool.size]
+    # per input row: map the new ones back through first-appearance order
+    rank = np.empty(n, np.int64)
+    rank[order] = np.arange(n)
+    out[new_mask] = chosen[rank[inverse]]
+    added, per_bucket = np.unique(chosen, return_counts=True)
+    for b, c in zip(added.tolist(), per_bucket.tolist()):
+        counts[b] = counts.get(b, 0) + c
+    sort = np.argsort(new_hashes)  # merge into the sorted index: O(partition + batch)
+    at = np.searchsorted(index.hashes, new_hashes[sort])
+    updated = PartitionIndex(np.insert(index.hashes, at, new_hashes[sort]),
+                             np.insert(index.hash_buckets, at, chosen[sort]), counts)
+    return Assignment(out, updated, frozenset(added.tolist()))
