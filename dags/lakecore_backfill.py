@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from airflow.sdk import DAG, Param
+from lake_airflow.assets import commit_alias
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import dag_args, tables_doc
+from lake_airflow.dag_support import dag_args, one_ingest_at_a_time, tables_doc
 from lake_airflow.operators import LakeIngestOperator
 from lake_airflow.tasks import plan_partitions, prepare_lake, tag_before_backfill
 
@@ -20,7 +21,8 @@ Rewrites the partitions of one table for a range of dates from its source. Trigg
    backfill can be undone with `lakecore rollback --tag ...`;
 3. `overwrite_partition` is **mapped over the dates**: each mapped task is one Spark ingest job
    that atomically replaces exactly its partition with an `OVERWRITE` commit (its own commit
-   user, so a retry never commits twice).
+   user, so a retry never commits twice), marks it done (`partition.mark-done-action`, when the
+   table sets `partition.end-input-to-done`) and emits the table's asset event.
 
 Airflow's built-in Backfill of `lakecore_ingest` does the same per logical date.
 """
@@ -51,5 +53,8 @@ with DAG(
         task_id="overwrite_partition",
         table="{{ params.table }}",
         overwrite=True,
-        max_active_tis_per_dagrun=2,
+        outlets=[commit_alias(None)],  # a mapped task declares its outlets here
+        # one at a time when a dynamic-bucket table may be backfilled (the table is a Param)
+        **{"max_active_tis_per_dagrun": 2,
+           **one_ingest_at_a_time(cfg, [cfg.table(n) for n in dated])},
     ).expand(partition_date=dates)

@@ -1,8 +1,10 @@
-"""lakecore_compaction: off-peak dedicated compaction of the declared tables."""
+"""lakecore_compaction: dedicated compaction of the declared tables, nightly and on their
+asset events, per bucket inside Paimon's off-peak window (or at once at the stop trigger)."""
 
 from __future__ import annotations
 
-from airflow.sdk import DAG, Param, TaskGroup
+from airflow.sdk import DAG, AssetAny, AssetOrTimeSchedule, CronTriggerTimetable, Param, TaskGroup
+from lake_airflow.assets import lakecore_assets
 from lake_airflow.config import load_config
 from lake_airflow.dag_support import (
     PARTITION_PATTERN,
@@ -16,12 +18,21 @@ from lake_airflow.tasks import plan_compaction, prepare_lake
 DOC = """
 ### lakecore compaction
 
-Scheduled in **off-peak hours** (cron from the tables file). Per table, `plan` reads the
-latest snapshot and asks lakecore's compaction strategy which buckets need work; a table with
-nothing to compact is **skipped, and the log says why**. `compact` runs lakecore's Spark
-**compact** job: the driver plans, executors rewrite buckets, the driver commits one
-`COMPACT` snapshot. Ingest may commit meanwhile: a COMPACT commit conflicts only on its own
-input files.
+Runs on the nightly cron of the tables file **and whenever a table's asset receives an
+event** (an ingest, backfill or maintenance commit: `lakecore_asset("db.table")`). Per table,
+`plan` reads the latest snapshot and decides **per bucket**, with the table's Paimon options:
+
+* not picked by the compaction strategy (sorted runs below `num-sorted-run.compaction-trigger`,
+  size amplification under its limit): **skip**;
+* sorted runs at `num-sorted-run.stop-trigger` (where writers would stall): **compact at once**;
+* otherwise **compact only inside the off-peak window** `compaction.offpeak.start.hour` to
+  `compaction.offpeak.end.hour` (local hour, end exclusive; no window set: any time).
+
+Every bucket's decision and its reason is logged (and kept in the XCom `decisions`); a table
+with no bucket chosen is **skipped, saying why**, and a run triggered only by compaction
+commits is skipped too. `compact` runs lakecore's Spark **compact** job on exactly the chosen
+buckets (`--bucket dt=...:N`) and commits one `COMPACT` snapshot, emitting the table's asset
+event. Ingest may commit meanwhile: a COMPACT commit conflicts only on its own input files.
 
 Params: **tables**, **partitions** (`key=value[,key=value]`, one per line), **strategy**
 (`universal` = Paimon's universal compaction picks, `full` = rewrite every bucket into its top
@@ -32,11 +43,15 @@ interrupted compaction commits nothing and leaves the table as it was).
 
 cfg = load_config()
 comp = cfg.compaction
+tables = AssetAny(*lakecore_assets(cfg))
+schedule = (AssetOrTimeSchedule(timetable=CronTriggerTimetable(cfg.schedules.compaction,
+                                                               timezone="UTC"), assets=tables)
+            if cfg.schedules.compaction else tables)
 
 with DAG(
     dag_id="lakecore_compaction",
-    description="Off-peak compaction of the lake tables",
-    schedule=cfg.schedules.compaction,
+    description="Compaction of the lake tables: nightly and on their asset events, off-peak",
+    schedule=schedule,
     **dag_args(cfg, "compaction"),
     params={
         "tables": tables_param(cfg, "compact"),
@@ -54,6 +69,11 @@ with DAG(
         "parallelism": Param(
             comp.parallelism, type="integer", minimum=1, maximum=256, title="Parallelism",
             description="Spark tasks rewriting buckets.",
+        ),
+        "ignore_offpeak": Param(
+            False, type="boolean", title="Ignore the off-peak window",
+            description="Compact every bucket past its triggers now, even outside the "
+                        "tables' compaction.offpeak window.",
         ),
         "time_budget_minutes": Param(
             comp.time_budget_minutes, type="integer", minimum=1, maximum=1440,

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from airflow.sdk import DAG
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import dag_args, merge_schema_param, tables_doc, tables_param
+from lake_airflow.dag_support import (
+    dag_args,
+    merge_schema_param,
+    one_ingest_at_a_time,
+    tables_doc,
+    tables_param,
+)
 from lake_airflow.operators import LakeIngestOperator
 from lake_airflow.tasks import prepare_lake
 
@@ -24,6 +30,9 @@ no expiry: `lakecore_compaction` and `lakecore_maintenance` do those) as **one c
   (`date_partition` in the tables file), so backfilling a range replaces those partitions.
   Tables without a date partition append; their `sequence.field` makes a replay harmless.
 * `prepare` creates the catalog lock table (connection `lakecore_lock`) and missing tables.
+* A **dynamic-bucket** table (`bucket: "-1"`, Paimon's default for a primary-key table) is
+  ingested by one task at a time (`max_active_tis_per_dag`, and the tables file's
+  `airflow.dynamic_bucket_pool` across DAGs): its writers share the table's HASH index.
 * Param **tables** restricts a manual run to some tables.
 * Param **merge_schema** (off by default): a source with new columns adds them to the table
   (one ALTER, Paimon's `write.merge-schema`) instead of failing the ingest.
@@ -47,4 +56,5 @@ with DAG(
             task_id=f"ingest_{spec.slug}",
             table=spec.name,
             doc_md=f"Ingest `{spec.name}` from `{spec.source.path}` ({spec.source.format.value}).",
+            **one_ingest_at_a_time(cfg, [spec]),
         )

@@ -133,6 +133,30 @@ class IndexConflictError(CommitConflictError):
         self.index_type = index_type
 
 
+class FileAlreadyAddedConflict(CommitConflictError):
+    """The commit ADDs a file that is already live in the same partition, bucket and level
+    (Paimon: "Trying to add file ... which is already added"): the same messages were
+    committed before. Nothing was written and, because the files are live, none is deleted.
+    ``files`` names them."""
+
+    kind = "file deletion"  # Paimon reports it as "File deletion conflicts detected!"
+
+    def __init__(self, message: str, *, files: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.files = files
+
+
+class CommittableFilesMissingError(CommitError):
+    """A committable to (re)commit names files that no longer exist (Paimon: "Cannot recover
+    from this checkpoint"): it is older than what compaction and expiry kept, so it can never
+    be committed. ``paths`` lists the missing files; the table was not changed and no file
+    was deleted."""
+
+    def __init__(self, message: str, *, paths: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.paths = paths
+
+
 class CommitRetryableError(CommitError):
     """Another committer created the snapshot first; try again on the new latest."""
 

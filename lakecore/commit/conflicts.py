@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from lakecore.errors import (
     BucketCountConflict,
     ConcurrentDeleteConflict,
+    FileAlreadyAddedConflict,
     IndexConflictError,
     LevelOverlapConflict,
 )
@@ -45,25 +46,68 @@ def check_deletes_live(
         )
 
 
+def check_no_duplicate_adds(
+    changes: Iterable[ManifestEntry],
+    live: Mapping[tuple, ManifestEntry],
+    commit_user: str,
+    also: Iterable[ManifestEntry] = (),
+) -> None:
+    """No ADD may name a file that is already live with the same identity (partition, bucket,
+    level, name, extra files, embedded index, external path), nor one the same commit adds
+    twice: Paimon's ``FileEntry.mergeEntries`` ("Trying to add file %s which is already
+    added"), raised by its conflict check as a file deletion conflict. Committing the same
+    messages again (a replayed committable, a duplicate submission) is refused here.
+    ``also``: ADDs of the same messages committed later (an APPEND's own compaction output):
+    one of them live means the messages were committed before, so the APPEND is refused too."""
+    changes = [*changes, *also]
+    gone = {e.identifier() for e in changes if e.kind is FileKind.DELETE}
+    seen: set[tuple] = set()
+    dup: list[ManifestEntry] = []
+    for e in changes:
+        if e.kind is not FileKind.ADD:
+            continue
+        ident = e.identifier()
+        if (ident in live and ident not in gone) or ident in seen:
+            dup.append(e)
+        seen.add(ident)
+    if dup:
+        names = tuple(e.file.file_name for e in dup)
+        raise FileAlreadyAddedConflict(
+            f"File deletion conflicts detected! Give up committing. Trying to add file "
+            f"{_describe(dup[0])} which is already added"
+            + (f" (and {len(dup) - 1} more)" if len(dup) > 1 else "")
+            + f"; commit user {commit_user!r} commits files that are already committed "
+            "(a replayed or duplicate committable)",
+            files=names,
+        )
+
+
 def check_bucket_counts(
     changes: Iterable[ManifestEntry],
     live: Mapping[tuple, ManifestEntry],
     commit_user: str,
+    *,
+    overwrite: bool = False,
+    label: Callable[[bytes], str] = bytes.hex,
 ) -> None:
-    """All files of a partition must agree on the bucket count the table was written with.
-    A postpone bucket's files (bucket -2) have none yet: they take no part."""
-    existing: dict[bytes, int] = {}
-    for e in live.values():
-        if e.bucket != POSTPONE_BUCKET:
-            existing.setdefault(e.partition, e.total_buckets)
-    for e in changes:
-        if e.kind is not FileKind.ADD or e.bucket == POSTPONE_BUCKET:
+    """Paimon's rule (``FileStoreCommitImpl.noConflictsOrFail`` / ``ConflictDetection``):
+    unless the commit is an OVERWRITE (a rescale replaces every file of the partition), all
+    files of a partition - the live ones, then the commit's changes - must record the same
+    total bucket count. Files whose recorded count is unset (<= 0: older writers, dynamic
+    and postpone buckets) take no part."""
+    if overwrite:
+        return
+    counts: dict[bytes, int] = {}
+    for e in (*live.values(), *changes):
+        if e.total_buckets is None or e.total_buckets <= 0 or e.bucket == POSTPONE_BUCKET:
             continue
-        have = existing.get(e.partition)
-        if have is not None and have != e.total_buckets:
+        old = counts.setdefault(e.partition, e.total_buckets)
+        if old != e.total_buckets:
+            where = label(e.partition) or "(unpartitioned)"
             raise BucketCountConflict(
-                f"commit user {commit_user!r} wrote {_describe(e)} with {e.total_buckets} "
-                f"buckets, but the partition's live files were written with {have} buckets",
+                f"Total buckets of partition {where} changed from {old} to {e.total_buckets} "
+                f"without overwrite. Give up committing. (commit user {commit_user!r}, "
+                f"{_describe(e)}; rescale with an OVERWRITE)",
             )
 
 

@@ -2,8 +2,25 @@
 
 commit -> try_commit (retry loop with backoff) -> try_commit_once (read latest and its
 manifests, ``plan_commit`` checks conflicts and plans the snapshot, then write manifests,
-create ``snapshot-N`` if absent, under the catalog lock when one is configured). Idempotent
-per (commit user, commit identifier).
+create ``snapshot-N`` if absent, under the catalog lock when one is configured).
+
+Paimon's commit rules, mirrored:
+
+* ``filterCommitted``: every identifier at or below a commit user's latest committed one is
+  committed (the latest is the user's newest snapshot, or the commit-user marker's
+  ``latestIdentifier`` once those expired: ``lakecore.store.commit_users``).
+* ``checkFilesExistence``: a committable whose files no longer exist can never be committed
+  (``CommittableFilesMissingError``, nothing changed, nothing deleted).
+* ``mergeEntries``: an ADD of a file already live is refused (``FileAlreadyAddedConflict``;
+  its files are live, so none is deleted).
+* ``tryCommitOnce``'s "commit may have succeeded": an I/O error while writing or publishing the
+  snapshot is retried; whether our snapshot landed is read back from ``snapshot-N`` (its
+  commit user, identifier, kind and delta manifest list), so a landed one is never redone and
+  its manifests never deleted. Callers see only lakecore's typed errors.
+* A writer's APPEND landed but its inline compaction lost the race (another writer compacted
+  the bucket): the commit succeeds, the compaction's own files are deleted and
+  ``CommitResult.compaction_dropped`` says so (Paimon's writers drop such a compaction
+  the same way on their next restore; the data is committed).
 
 Index files travel with their increment: a message's ``new_index_files`` /
 ``deleted_index_files`` go into the APPEND (or OVERWRITE) snapshot, its
@@ -20,7 +37,8 @@ import json
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,22 +51,27 @@ from lakecore.commit.plan import (
     needs_previous_index,
     overwrite_changes,
     plan_commit,
+    touching_manifests,
 )
 from lakecore.errors import (
     CommitConflictError,
     CommitOutcomeUnknownError,
     CommitRetryableError,
+    CommittableFilesMissingError,
     CommitTimeoutError,
     CorruptFileError,
+    FileAlreadyAddedConflict,
     LakecoreError,
     LakecoreValidationError,
+    SnapshotNotExistError,
 )
+from lakecore.format.binary_row import decode_row
 from lakecore.format.index_manifest import IndexManifestEntry
 from lakecore.format.manifest import FileKind, ManifestEntry
 from lakecore.format.manifest_list import ManifestFileMeta
 from lakecore.format.partition_string import partition_value_string
 from lakecore.format.snapshot import BATCH_COMMIT_IDENTIFIER, CommitKind, Snapshot
-from lakecore.store.commit_users import CommitUserIndex
+from lakecore.store.commit_users import CommitUserIndex, Marker
 from lakecore.store.file_store import FileStore
 from lakecore.store.index_paths import index_file_path, statistics_path
 from lakecore.store.manifest_io import merge_entries
@@ -66,6 +89,10 @@ class CommitResult:
 
     snapshot_ids: tuple[int, ...]
     skipped: bool = False  # True when (user, identifier) was already committed
+    # the APPEND landed, the writers' inline compaction lost a race and was dropped (its
+    # files deleted); ``dropped_reason`` is the conflict's message
+    compaction_dropped: bool = False
+    dropped_reason: str | None = None
 
 
 class FileStoreCommit:
@@ -97,38 +124,134 @@ class FileStoreCommit:
         self.key_types = [rt.field(k).type for k in table.schema.trimmed_primary_keys]
 
     # -- idempotence ---------------------------------------------------------------------
-    def is_committed(self, identifier: int, since_id: int | None = None) -> bool:
-        """Whether a snapshot by (commit user, identifier) exists (newer than ``since_id``).
+    def latest_committed_identifier(self) -> int | None:
+        """The commit user's latest committed identifier (Paimon's ``latestSnapshotOfUser``):
+        its newest snapshot's, or the marker's record once those expired; None if none.
 
-        Without ``since_id`` the walk is bounded by where the user can have committed: for a
-        fresh user, this object's first attempt; for a named one, its commit-user marker
-        (``lakecore.store.commit_users``). History older than that is never read."""
-        if since_id is None:
-            if self.fresh_user:
-                if self._first_base_id is None:
-                    return False
-                since_id = self._first_base_id
-            else:
-                marker = self.users.read(self.commit_user)
-                if marker is not None:
-                    since_id = marker.after_snapshot_id
-                elif self.users.enabled():
-                    return False  # never tried to publish
-                # else: a table without markers (older, or other engines'): walk it all
+        The snapshot walk is bounded by where the user can have committed: for a fresh user,
+        this object's first attempt; for a named one, its commit-user marker. History older
+        than that is never read."""
+        since_id: int | None = None
+        recorded: int | None = None
+        if self.fresh_user:
+            if self._first_base_id is None:
+                return None
+            since_id = self._first_base_id
+        else:
+            marker = self.users.read(self.commit_user)
+            if marker is not None:
+                since_id, recorded = marker.after_snapshot_id, self._recorded(marker)
+            elif self.users.enabled():
+                return None  # never tried to publish
+            # else: a table without markers (older, or other engines'): walk it all
+        found: int | None = None
         for snap in self.sm.snapshots_backward():
             if since_id is not None and snap.id <= since_id:
-                return False
-            if snap.commit_user != self.commit_user:
-                continue
-            if snap.commit_identifier == identifier:
-                return True
-            if snap.commit_identifier < identifier and identifier != BATCH_COMMIT_IDENTIFIER:
-                return False  # a user's identifiers grow; anything older is not ours
-        return False
+                break
+            if snap.commit_user == self.commit_user:
+                found = snap.commit_identifier
+                break
+        known = [i for i in (found, recorded) if i is not None]
+        return max(known) if known else None
+
+    def _recorded(self, marker: Marker) -> int | None:
+        """The marker's recorded identifier, unless its snapshot was rolled back (its id is
+        above the latest, or snapshot-N exists and is not that commit)."""
+        ident, sid = marker.latest_identifier, marker.latest_snapshot_id
+        if ident is None or sid is None:
+            return None
+        latest = self.sm.latest_id()
+        if latest is None or sid > latest:
+            return None
+        try:
+            snap = self.sm.snapshot(sid)
+        except SnapshotNotExistError:
+            return ident  # expired: the record is all that is left of it
+        ok = snap.commit_user == self.commit_user and snap.commit_identifier == ident
+        return ident if ok else None
+
+    def is_committed(self, identifier: int) -> bool:
+        """Paimon's ``filterCommitted``: at or below the user's latest committed identifier."""
+        latest = self.latest_committed_identifier()
+        return latest is not None and identifier <= latest
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
         """The identifiers among ``identifiers`` that are not committed yet."""
-        return [i for i in identifiers if not self.is_committed(i)]
+        latest = self.latest_committed_identifier()
+        return [i for i in identifiers if latest is None or i > latest]
+
+    def filter_and_commit(self, committables: Mapping[int, Sequence[CommitMessage]]
+                          ) -> list[CommitResult]:
+        """Paimon's ``TableCommitImpl.filterAndCommit`` (a restarted writer recommitting what
+        it had prepared): drop the committed identifiers, refuse (changing nothing) when a
+        remaining committable names a file that no longer exists, commit the rest in
+        identifier order. Returns their results (empty: everything was committed)."""
+        retry = self.filter_committed(sorted(committables))
+        if not retry:
+            return []
+        self._check_files_exist([m for i in retry for m in committables[i]], everything=True)
+        return [self.commit(committables[i], i) for i in retry]
+
+    def _check_files_exist(self, messages: Sequence[CommitMessage],
+                           everything: bool = False) -> None:
+        """Paimon's ``checkFilesExistence``: raise ``CommittableFilesMissingError`` (before
+        anything is written or deleted) when a file the messages name does not exist. By
+        default only the files the messages' writers created (a commit's own files must
+        exist: missing ones mean an old committable whose files compaction and expiry
+        removed); with ``everything`` also those they replace, as Paimon checks on recovery."""
+        paths = self.table.paths
+        in_data_dir = self.table.options.index_file_in_data_file_dir
+        wanted: list[str] = []
+        for m in messages:
+            files = (m.new_files + m.changelog_files + m.compact_after
+                     + m.compact_changelog_files)
+            if everything:
+                files += m.compact_before
+            for f in files:
+                wanted.append(paths.data_file_path(m.partition, m.bucket, f.file_name,
+                                                   f.external_path))
+            index = m.written_index_files()
+            if everything:
+                index += m.deleted_index_files + m.compact_deleted_index_files
+            for i in index:
+                wanted.append(index_file_path(paths, m.partition, m.bucket, i, in_data_dir))
+        wanted = list(dict.fromkeys(wanted))
+        if not wanted:
+            return
+        exists = self.table.file_io.exists
+        with ThreadPoolExecutor(max_workers=min(16, len(wanted))) as pool:
+            missing = [p for p, ok in zip(wanted, pool.map(exists, wanted)) if not ok]
+        if missing:
+            raise CommittableFilesMissingError(
+                f"commit user {self.commit_user!r}: Cannot recover from this checkpoint because "
+                "some files in the snapshot that need to be resubmitted have been deleted: "
+                + ", ".join(missing[:10]) + (f" (and {len(missing) - 10} more)"
+                                             if len(missing) > 10 else "")
+                + ". The most likely reason is that an old committable was replayed whose "
+                "files compaction and expiry already removed; nothing was committed",
+                paths=tuple(missing),
+            )
+
+    def _landed_since(self, base_id: int, identifier: int, kind: CommitKind) -> int | None:
+        """The id of a snapshot after ``base_id`` by this user with ``identifier`` and
+        ``kind`` (an earlier attempt whose outcome was unknown did land), else None."""
+        for snap in self.sm.snapshots_backward():
+            if snap.id <= base_id:
+                break
+            if (snap.commit_user == self.commit_user and snap.commit_identifier == identifier
+                    and snap.commit_kind is kind):
+                return snap.id
+        return None
+
+    def _record(self, identifier: int, snapshot_id: int) -> None:
+        """The marker remembers the latest committed identifier (best effort: the snapshot
+        answers until it expires)."""
+        if self.fresh_user:
+            return
+        try:
+            self.users.record(self.commit_user, identifier, snapshot_id)
+        except (OSError, LakecoreError) as e:
+            log.warning("commit-user marker of %s not updated: %s", self.commit_user, e)
 
     # -- entry points --------------------------------------------------------------------
     def commit(
@@ -140,10 +263,14 @@ class FileStoreCommit:
         if self.is_committed(identifier):
             log.info("commit %s/%s already committed; nothing to do", self.commit_user, identifier)
             return CommitResult((), skipped=True)
+        self._check_files_exist(messages)
         self._abort_scope = list(messages)
         with self._abort_on_fatal():
             self._check_not_expired(messages)
-            return self._commit(messages, identifier, properties)
+            result = self._commit(messages, identifier, properties)
+        if result.snapshot_ids:
+            self._record(identifier, result.snapshot_ids[-1])
+        return result
 
     def _commit(self, messages: Sequence[CommitMessage], identifier: int,
                 properties: dict[str, str] | None) -> CommitResult:
@@ -151,13 +278,25 @@ class FileStoreCommit:
         append_index, compact_index = self._collect_index(messages)
         ids: list[int] = []
         if append or append_log or append_index:
+            probe = [e for e in compact if e.kind is FileKind.ADD]
             ids.append(self._try_commit(CommitKind.APPEND, lambda live: append, append_log,
-                                        identifier, properties, append_index))
+                                        identifier, properties, append_index, probe=probe))
             # the new files are committed now; only the compaction's own files may go
             self._abort_scope = [m.compaction_only() for m in messages]
         if compact or compact_log or compact_index:
-            ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact, compact_log,
-                                        identifier, properties, compact_index))
+            try:
+                ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact,
+                                            compact_log, identifier, properties,
+                                            compact_index))
+            except CommitConflictError as e:
+                if not ids:
+                    raise  # a compaction-only commit (dedicated compaction): its conflict
+                # the data landed; only the inline compaction lost the race: drop it
+                log.warning("commit %s/%s: APPEND snapshot %s landed, its compaction was "
+                            "dropped: %s", self.commit_user, identifier, ids[0], e)
+                if not isinstance(e, FileAlreadyAddedConflict):  # else its files are live
+                    self.abort(self._abort_scope)
+                return CommitResult(tuple(ids), compaction_dropped=True, dropped_reason=str(e))
         return CommitResult(tuple(ids))
 
     def overwrite(
@@ -171,10 +310,14 @@ class FileStoreCommit:
         for dynamic overwrite the caller passes the partitions present in ``messages``)."""
         if self.is_committed(identifier):
             return CommitResult((), skipped=True)
+        self._check_files_exist(messages)
         self._abort_scope = list(messages)
         with self._abort_on_fatal():
             self._check_not_expired(messages)
-            return self._overwrite(messages, partition_filter, identifier, properties)
+            result = self._overwrite(messages, partition_filter, identifier, properties)
+        if result.snapshot_ids:
+            self._record(identifier, result.snapshot_ids[-1])
+        return result
 
     def _overwrite(self, messages: Sequence[CommitMessage],
                    partition_filter: PartitionFilter | None, identifier: int,
@@ -221,6 +364,8 @@ class FileStoreCommit:
         snapshot may have landed, and a retry with the same identifier will tell."""
         try:
             yield
+        except FileAlreadyAddedConflict:
+            raise  # its files are live (committed before): deleting them would break the table
         except (LakecoreValidationError, CommitConflictError):
             self.abort(self._abort_scope)
             raise
@@ -298,6 +443,7 @@ class FileStoreCommit:
         properties: dict[str, str] | None,
         index_changes: Sequence[IndexManifestEntry] = (),
         overwrite_matches: Callable[[bytes], bool] | None = None,
+        probe: Sequence[ManifestEntry] = (),
     ) -> int:
         maybe_crash(CrashStep.AFTER_DATA_FILES)
         opts = self.table.options
@@ -306,17 +452,21 @@ class FileStoreCommit:
         attempt = 0
         base_id: int | None = None
         while True:
-            if base_id is not None and self.is_committed(identifier, since_id=base_id):
-                # an earlier attempt's outcome was unknown, and it did land
-                latest = self.sm.latest()
-                assert latest is not None
-                return latest.id
-            latest = self.sm.latest()
-            base_id = latest.id if latest else 0
             try:
+                if base_id is not None:
+                    landed = self._landed_since(base_id, identifier, kind)
+                    if landed is not None:  # an earlier attempt's outcome was unknown: it landed
+                        return landed
+                latest = self.sm.latest()
+                base_id = latest.id if latest else 0
                 return self._try_commit_once(latest, kind, changes_fn, changelog, identifier,
-                                             properties, index_changes, overwrite_matches)
-            except CommitRetryableError as e:
+                                             properties, index_changes, overwrite_matches,
+                                             probe)
+            except (CommitRetryableError, OSError) as e:
+                if isinstance(e, OSError):
+                    # transient I/O (Paimon retries every attempt's failure the same way);
+                    # what this attempt wrote is gone again unless its snapshot landed
+                    log.warning("commit by %s: I/O error, retrying: %s", self.commit_user, e)
                 attempt += 1
                 elapsed = self.clock() - start
                 if attempt > opts.commit_max_retries or (
@@ -341,6 +491,7 @@ class FileStoreCommit:
         properties: dict[str, str] | None,
         index_changes: Sequence[IndexManifestEntry] = (),
         overwrite_matches: Callable[[bytes], bool] | None = None,
+        probe: Sequence[ManifestEntry] = (),
     ) -> int:
         mio = self.mio
         prev_base: list[ManifestFileMeta] = []
@@ -352,9 +503,15 @@ class FileStoreCommit:
         base_entries: list[ManifestEntry] | None = None
         changes = changes_fn({}) if kind is CommitKind.APPEND else None
         if changes is not None and is_pure_append(changes):
-            # a pure append conflicts only on bucket counts: read just the manifests that may
-            # hold files written with another count (planning cost follows them, not history)
-            suspects = bucket_count_suspects(prev_base + prev_delta, changes)
+            # a pure append conflicts only on bucket counts and on files added twice: read just
+            # the manifests that may hold files written with another count, or files of the
+            # (partition, bucket)s it adds to (Paimon: readAllEntriesFromChangedPartitions)
+            metas = prev_base + prev_delta
+            chosen = {m.file_name for m in bucket_count_suspects(metas, changes)}
+            chosen |= {m.file_name for m in touching_manifests(
+                metas, [*changes, *probe], self._partition_bounds,
+                self.table.partition_codec.decode)}
+            suspects = [m for m in metas if m.file_name in chosen]
             live = merge_entries(mio.read_entries(suspects))
             # never build on damaged metadata: the latest snapshot's own changes are decoded
             # (a CorruptFileError names the file). Its base was decoded by the committer that
@@ -388,6 +545,7 @@ class FileStoreCommit:
             statistics_schema_id=self._statistics_schema_id(latest),
             table_name=self.table.identifier,
             partition_label=self._partition_label,
+            committed_probe=probe,
         )
         return self._write_and_publish(plan, latest, prev_base + prev_delta, base_entries)
 
@@ -437,7 +595,18 @@ class FileStoreCommit:
             else:
                 self.users.ensure(self.commit_user, base_id)
             self._published = False
-            created = self.table.run_with_lock(lambda: self._publish(latest, snapshot))
+            try:
+                created = self.table.run_with_lock(lambda: self._publish(latest, snapshot))
+            except OSError as io_error:
+                # Paimon's "commit may have succeeded": read snapshot-N back
+                if not self._landed(snapshot):
+                    raise  # it did not: clean up below, the retry loop tries again
+                log.warning("commit by %s: snapshot %s landed despite an I/O error: %s",
+                            self.commit_user, snapshot.id, io_error)
+                created = self._published = True
+                self.sm.commit_latest_hint(snapshot.id)
+                if snapshot.id == 1:
+                    self.sm.commit_earliest_hint(1)
         except BaseException as e:
             # snapshot-N exists, or may (a conditional PUT whose outcome could not be read
             # back): its manifests must stay; orphan removal takes them if it did not land
@@ -475,6 +644,35 @@ class FileStoreCommit:
             except LakecoreError:
                 continue
         return users
+
+    def _landed(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot-N`` exists and is ours (after an I/O error while creating it).
+        Its delta manifest list's name is unique to this attempt. Raises
+        ``CommitOutcomeUnknownError`` when that cannot be read (our manifests are kept)."""
+        try:
+            found = self.sm.snapshot(snapshot.id)
+        except SnapshotNotExistError:
+            return False
+        except (OSError, CorruptFileError) as e:
+            raise CommitOutcomeUnknownError(
+                f"commit by {self.commit_user!r}: cannot tell whether snapshot {snapshot.id} "
+                f"landed: {e}") from e
+        return (found.commit_user == snapshot.commit_user
+                and found.commit_identifier == snapshot.commit_identifier
+                and found.commit_kind is snapshot.commit_kind
+                and found.delta_manifest_list == snapshot.delta_manifest_list)
+
+    def _partition_bounds(self, meta: ManifestFileMeta) -> tuple[tuple, tuple] | None:
+        """A manifest's (min, max) partition values, None when they cannot be decoded."""
+        types = self.table.partition_codec.types
+        if not types:
+            return (), ()
+        try:
+            stats = meta.partition_stats
+            return (tuple(decode_row(stats.min_values, types)),
+                    tuple(decode_row(stats.max_values, types)))
+        except Exception:  # noqa: BLE001 - unknown bounds: the manifest is read
+            return None
 
     def _publish(self, latest: Snapshot | None, snapshot: Snapshot) -> bool:
         current = self.sm.latest_id()

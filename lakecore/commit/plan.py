@@ -24,6 +24,7 @@ from lakecore.commit.conflicts import (
     check_deletes_live,
     check_index_replacements,
     check_level_overlap,
+    check_no_duplicate_adds,
 )
 from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.index_manifest import IndexManifestEntry, combine_index_entries
@@ -116,11 +117,13 @@ def plan_commit(
     statistics_schema_id: int | None = None,
     table_name: str = "",
     partition_label: Callable[[bytes], str] = bytes.hex,
+    committed_probe: Sequence[ManifestEntry] = (),
 ) -> CommitPlan:
     """Check ``changes`` against ``live`` (the latest snapshot's live files by identifier,
     or for a pure append only those that may disagree on the bucket count) and plan the
     snapshot after ``latest``. Raises a ``CommitConflictError`` subclass: a DELETE of a file
-    no longer live (``other_users`` committed since the base), a bucket-count change, for
+    no longer live (``other_users`` committed since the base), an ADD of a file already live
+    (``FileAlreadyAddedConflict``), a bucket-count change without overwrite, for
     COMPACT a key-range overlap in a level >= 1 (``key_types``: the trimmed primary key), or an
     index file replaced behind the writer's back (``IndexConflictError``).
 
@@ -128,9 +131,14 @@ def plan_commit(
     snapshot's index entries, read whenever ``needs_previous_index`` says so (else None). For
     an OVERWRITE, ``overwrite_matches`` picks the replaced partitions (None: all of them).
     ``statistics_schema_id`` is the schema id recorded in the latest snapshot's statistics
-    file, when it has one and it could be read."""
+    file, when it has one and it could be read. ``committed_probe``: ADDs that must not be
+    live either (an APPEND's own compaction output: live means committed before)."""
+    # an ADD already live first (Paimon's mergeEntries fails on it before assertNoDelete): a
+    # duplicate of a committed compaction is a duplicate, not a lost race whose files go
+    check_no_duplicate_adds(changes, live, commit_user, also=committed_probe)
     check_deletes_live(changes, live, commit_user, other_users)
-    check_bucket_counts(changes, live, commit_user)
+    check_bucket_counts(changes, live, commit_user, overwrite=kind is CommitKind.OVERWRITE,
+                        label=partition_label)
     if kind is CommitKind.COMPACT:
         check_level_overlap(changes, live, key_types, commit_user)
     previous = list(previous_index or ())
@@ -206,11 +214,53 @@ def bucket_count_suspects(
     metas: Sequence[ManifestFileMeta], changes: Iterable[ManifestEntry]
 ) -> list[ManifestFileMeta]:
     """The manifests that may hold files written with another bucket count than ``changes``
-    (a pure append reads only these: planning cost follows them, not history)."""
+    (a pure append reads these and those ``touching_manifests`` names)."""
     ours = {e.total_buckets for e in changes if e.bucket != POSTPONE_BUCKET}
     if not ours:  # only postpone files: no bucket count to disagree with
         return []
     return [m for m in metas if m.total_buckets is None or {m.total_buckets} != ours]
+
+
+def touching_manifests(
+    metas: Sequence[ManifestFileMeta],
+    changes: Iterable[ManifestEntry],
+    decode_stats: Callable[[ManifestFileMeta], tuple[tuple, tuple] | None],
+    decode_partition: Callable[[bytes], tuple],
+) -> list[ManifestFileMeta]:
+    """The manifests that may hold a file of a (partition, bucket) the ADDs of ``changes``
+    write to: what Paimon's ``readAllEntriesFromChangedPartitions`` reads, narrowed by each
+    manifest's bucket range. A file added twice can only be found there.
+    ``decode_stats(meta)`` gives the manifest's per-field (min, max) partition values, or None
+    when unknown (then the manifest is read); ``decode_partition`` a partition's values."""
+    targets = {(e.partition, e.bucket) for e in changes if e.kind is FileKind.ADD}
+    if not targets:
+        return []
+    buckets = {b for _, b in targets}
+    lo_b, hi_b = min(buckets), max(buckets)
+    values = [decode_partition(p) for p in {p for p, _ in targets}]
+    out = []
+    for m in metas:
+        if (m.min_bucket is not None and m.max_bucket is not None
+                and (m.max_bucket < lo_b or m.min_bucket > hi_b)):
+            continue
+        bounds = decode_stats(m)
+        if bounds is None or any(_within(v, *bounds) for v in values):
+            out.append(m)
+    return out
+
+
+def _within(values: tuple, mins: tuple, maxs: tuple) -> bool:
+    """Whether partition ``values`` may lie within a manifest's per-field [min, max]; a null
+    value or bound, or values that do not compare, are no evidence against it."""
+    try:
+        for v, lo, hi in zip(values, mins, maxs):
+            if v is None or lo is None or hi is None:
+                continue
+            if v < lo or v > hi:
+                return False
+    except TypeError:
+        return True
+    return True
 
 
 def overwrite_changes(

@@ -19,7 +19,13 @@ _BIG_ENDIAN_INT32 = np.dtype(">i4")
 def encode_hash_index(hashes: np.ndarray) -> bytes:
     """The file's bytes: ``hashes`` (any int dtype holding int32 values) sorted, unique,
     big-endian."""
-    values = np.unique(np.asarray(hashes, dtype=np.int64))
+    values = np.sort(np.asarray(hashes, dtype=np.int64))  # already sorted: linear time
+    if values.size > 1:
+        distinct = np.empty(values.size, dtype=bool)
+        distinct[0] = True
+        np.not_equal(values[1:], values[:-1], out=distinct[1:])
+        if not distinct.all():
+            values = values[distinct]
     if values.size and (values[0] < -(2**31) or values[-1] >= 2**31):
         raise ValueError("HASH index values must be 32-bit signed ints")
     return values.astype(_BIG_ENDIAN_INT32).tobytes()

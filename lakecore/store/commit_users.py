@@ -13,6 +13,18 @@ its marker's ``afterSnapshotId``, and:
 * a marker: only snapshots after ``afterSnapshotId`` can be U's (the walk is bounded by the
   commits since U's first attempt, not by the table's age).
 
+After each snapshot it publishes, U records the commit identifier and the snapshot's id in
+the marker too (``latestIdentifier``, ``latestSnapshotId``). Paimon's ``filterCommitted``
+counts every identifier at or below a user's latest committed one as committed, and finds
+that one by walking the snapshots; once U's snapshots have expired the walk finds nothing.
+The marker still knows it, so a restarted writer replaying old committables commits
+nothing. A crash between the snapshot and the marker update leaves the older value (the
+snapshot itself answers until it expires). A record whose snapshot was rolled back (its id
+is above the latest, or snapshot-N is now another commit) is ignored: the rerun commits
+again, as in Paimon. When the marker is gone too (orphan removal, below), the commit falls
+back to Paimon's own checks: a committable whose files no longer exist, or are already
+live, is refused and changes nothing.
+
 A rollback below ``afterSnapshotId`` is handled by U itself: its next publish lowers the
 marker first. Markers of users with no snapshot left are removed by ``remove_orphan_files``
 once older than its age cut-off. Tables without the directory (written before it existed, or
@@ -38,6 +50,8 @@ class Marker:
 
     commit_user: str
     after_snapshot_id: int  # every snapshot by the user has a greater id
+    latest_identifier: int | None = None  # the user's latest committed identifier, if known
+    latest_snapshot_id: int | None = None  # the snapshot that committed it
 
 
 class CommitUserIndex:
@@ -75,8 +89,29 @@ class CommitUserIndex:
         marker = self.read(commit_user)
         if marker is not None and marker.after_snapshot_id <= base_snapshot_id:
             return
-        body = {"commitUser": commit_user, "afterSnapshotId": base_snapshot_id}
-        self.file_io.overwrite_atomic(self.path(commit_user),
+        if marker is None:
+            self._write(Marker(commit_user, base_snapshot_id))
+        else:
+            self._write(Marker(commit_user, base_snapshot_id, marker.latest_identifier,
+                               marker.latest_snapshot_id))
+
+    def record(self, commit_user: str, identifier: int, snapshot_id: int) -> None:
+        """Called after snapshot ``snapshot_id`` by ``commit_user`` with ``identifier`` was
+        published: the marker remembers it beyond the snapshots' expiry."""
+        marker = self.read(commit_user)
+        if marker is None:
+            return  # ensure() runs before every publish; nothing to extend
+        if (marker.latest_identifier, marker.latest_snapshot_id) == (identifier, snapshot_id):
+            return
+        self._write(Marker(commit_user, marker.after_snapshot_id, identifier, snapshot_id))
+
+    def _write(self, marker: Marker) -> None:
+        body: dict[str, object] = {"commitUser": marker.commit_user,
+                                   "afterSnapshotId": marker.after_snapshot_id}
+        if marker.latest_identifier is not None:
+            body["latestIdentifier"] = marker.latest_identifier
+            body["latestSnapshotId"] = marker.latest_snapshot_id
+        self.file_io.overwrite_atomic(self.path(marker.commit_user),
                                       json.dumps(body).encode("utf-8"))
 
     def markers(self) -> list[tuple[str, int | None, Marker]]:
@@ -97,6 +132,10 @@ class CommitUserIndex:
 def parse(raw: bytes, path: str) -> Marker:
     try:
         body = json.loads(raw)
-        return Marker(str(body["commitUser"]), int(body["afterSnapshotId"]))
+        latest, sid = body.get("latestIdentifier"), body.get("latestSnapshotId")
+        if latest is None or sid is None:
+            latest = sid = None
+        return Marker(str(body["commitUser"]), int(body["afterSnapshotId"]),
+                      None if latest is None else int(latest), None if sid is None else int(sid))
     except (ValueError, KeyError, TypeError) as e:
         raise CorruptFileError(path, f"commit-user marker is corrupt: {e}") from e

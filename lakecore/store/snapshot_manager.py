@@ -11,7 +11,7 @@ from lakecore.errors import CorruptFileError, SnapshotNotExistError
 from lakecore.format.snapshot import Snapshot
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import SNAPSHOT_PREFIX, PathFactory
-from lakecore.utils.faults import CrashStep, maybe_crash
+from lakecore.utils.faults import CrashStep, IOFaultStep, maybe_crash, maybe_io_error
 
 _SNAPSHOT_FILE = re.compile(rf"^{SNAPSHOT_PREFIX}(\d+)$")
 _CACHE_SIZE = 4096
@@ -112,10 +112,12 @@ class SnapshotManager:
     # -- writing -------------------------------------------------------------------------
     def try_create(self, snapshot: Snapshot) -> bool:
         """Publish ``snapshot`` if its id is free; then move the LATEST hint (best effort)."""
+        maybe_io_error(IOFaultStep.SNAPSHOT_BEFORE_CREATE)
         created = self.file_io.try_create(
             self.paths.snapshot_path(snapshot.id), snapshot.to_json().encode("utf-8")
         )
         if created:
+            maybe_io_error(IOFaultStep.SNAPSHOT_AFTER_CREATE)
             maybe_crash(CrashStep.AFTER_SNAPSHOT_BEFORE_HINT)
             self.commit_latest_hint(snapshot.id)
             if snapshot.id == 1 or not self.file_io.exists(self.paths.earliest_hint):

@@ -10,10 +10,15 @@ executor.
 
 Every member of ``CrashStep`` is exercised by ``tests/faults/test_crash_matrix.py`` (a test
 there fails when a step is added without a matrix case).
+
+Transient I/O errors are the second kind of fault: ``maybe_io_error(step)`` raises an
+``OSError`` (EIO) when ``LAKECORE_FAULT_IO_ERROR_AT`` names that ``IOFaultStep``, once, the
+N-th time it is reached (``step@N``), as a flaky disk or network does; the process lives on.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from collections import Counter
@@ -104,3 +109,30 @@ def maybe_crash(step: CrashStep) -> None:
     _seen[name] += 1
     if _seen[name] >= int(nth or 1):
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+IO_ERROR_ENV_VAR = "LAKECORE_FAULT_IO_ERROR_AT"
+
+
+class IOFaultStep(Enum):
+    """Where a transient ``OSError`` can be injected (``maybe_io_error``)."""
+
+    SNAPSHOT_BEFORE_CREATE = "snapshot-before-create"  # snapshot-N not created
+    SNAPSHOT_AFTER_CREATE = "snapshot-after-create"  # snapshot-N created, the caller not told
+
+
+_io_seen: Counter[str] = Counter()
+
+
+def maybe_io_error(step: IOFaultStep) -> None:
+    """Raise ``OSError(EIO)`` once, the N-th time ``step`` is reached, if
+    ``$LAKECORE_FAULT_IO_ERROR_AT`` is ``step`` or ``step@N``."""
+    target = os.environ.get(IO_ERROR_ENV_VAR)
+    if not target:
+        return
+    name, _, nth = target.partition("@")
+    if name != step.value:
+        return
+    _io_seen[name] += 1
+    if _io_seen[name] == int(nth or 1):
+        raise OSError(errno.EIO, f"injected transient I/O error at {name}")

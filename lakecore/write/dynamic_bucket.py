@@ -177,7 +177,7 @@ class DynamicBucketIndex:
         data = encode_hash_index(hashes)
         self.table.file_io.write_bytes(path, data)
         self._written.append(path)
-        return IndexFileMeta(HASH_INDEX, name, len(data), int(hashes.size))
+        return IndexFileMeta(HASH_INDEX, name, len(data), len(data) // 4)
 
     def delete_written(self, names: set[str]) -> None:
         """Delete the index files of the last ``prepare_commit`` named in ``names`` (its

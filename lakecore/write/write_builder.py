@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from lakecore.commit.file_store_commit import CommitResult, FileStoreCommit, partition_equals
@@ -173,7 +173,18 @@ class StreamTableCommit:
         return result
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
+        """Paimon's ``filterCommitted``: the identifiers above the user's latest committed."""
         return self._commit.filter_committed(identifiers)
+
+    def filter_and_commit(self, committables: Mapping[int, Sequence[CommitMessage]]) -> int:
+        """Paimon's ``filterAndCommit`` (a restarted job recommitting what it prepared):
+        committed identifiers are skipped, a committable whose files are gone raises
+        ``CommittableFilesMissingError`` before anything changes, the rest is committed in
+        identifier order. Returns how many were committed."""
+        results = self._commit.filter_and_commit(committables)
+        if results:
+            run_after_commit(self.table, results[-1], self.after_commit)
+        return len(results)
 
     def abort(self, messages: Sequence[CommitMessage]) -> None:
         self._commit.abort(messages)

@@ -88,6 +88,12 @@ class TableSpec:
         """A task-id-safe name: ``shop.orders`` -> ``shop__orders``."""
         return self.name.replace(".", "__")
 
+    @property
+    def dynamic_bucket(self) -> bool:
+        """A primary-key table in Paimon's dynamic bucket mode (``bucket`` -1, the default
+        when unset): its writers share a HASH index, so its ingests run one at a time."""
+        return bool(self.primary_key) and str(self.options.get("bucket", "-1")).strip() == "-1"
+
     def partition_spec(self, day: date) -> dict[str, str]:
         """The static partition a run for ``day`` owns (empty without a date partition)."""
         return {self.date_partition: day.isoformat()} if self.date_partition else {}
@@ -137,6 +143,9 @@ class LakeConfig:
     retries: int = 2
     retry_delay_minutes: float = 2.0
     backfill_max_days: int = 31
+    # an Airflow pool (1 slot, created by the operator: ``airflow pools set NAME 1 ...``)
+    # every ingest and backfill task of a dynamic-bucket table runs in; None: no pool
+    dynamic_bucket_pool: str | None = None
 
     @property
     def table_names(self) -> list[str]:
@@ -259,6 +268,14 @@ def _table(obj: Any, i: int) -> TableSpec:
     if date_partition and DATE_PLACEHOLDER not in source.path:
         raise LakeConfigError(f"{where}.source.path: a table with a date_partition reads one "
                               f"partition per run; put {DATE_PLACEHOLDER} in the path")
+    bucket = str(options.get("bucket", "-1")).strip()
+    outside = [k for k in parts if k not in pk]
+    if pk and bucket == "-1" and outside:
+        # Paimon's cross-partition upsert needs a global key index lakecore does not keep
+        raise LakeConfigError(
+            f"{where}.options.bucket: dynamic bucket mode (bucket -1, the default for a "
+            f"primary-key table) needs every partition key in the primary key; add {outside} "
+            "to primary_key or set a fixed number of buckets, e.g. bucket: \"4\"")
     if not date_partition and pk and "sequence.field" not in options:
         # A run replayed out of order (a backfill) must not undo newer changes: without a
         # partition to overwrite, only a sequence field makes the replay harmless.
@@ -320,6 +337,8 @@ def parse_config(data: Any, path: str = "<memory>",
         retry_delay_minutes=float(airflow.get("retry_delay_minutes", 2)),
         backfill_max_days=_positive_int(airflow.get("backfill_max_days", 31),
                                         "airflow.backfill_max_days"),
+        dynamic_bucket_pool=(str(airflow["dynamic_bucket_pool"])
+                             if airflow.get("dynamic_bucket_pool") else None),
     )
 
 

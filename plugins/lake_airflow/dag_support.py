@@ -10,11 +10,12 @@ from typing import Any
 
 from airflow.sdk import Param
 
-from lake_airflow.config import LakeConfig
+from lake_airflow.config import LakeConfig, TableSpec
 from lake_airflow.submit import DURATION_PATTERN, PARTITION_PATTERN
 
 __all__ = ["DURATION_PATTERN", "PARTITION_PATTERN", "START_DATE", "TAG", "dag_args",
-           "default_args", "merge_schema_param", "tables_doc", "tables_param"]
+           "default_args", "merge_schema_param", "one_ingest_at_a_time", "tables_doc",
+           "tables_param"]
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 TAG = "lakecore"
 
@@ -24,6 +25,21 @@ def dag_args(cfg: LakeConfig, kind: str, max_active_runs: int = 1) -> dict[str, 
     owner of ``default_args``, and the ``lakecore`` tag next to its ``kind``."""
     return {"start_date": START_DATE, "catchup": False, "max_active_runs": max_active_runs,
             "default_args": default_args(cfg), "tags": [TAG, kind]}
+
+
+def one_ingest_at_a_time(cfg: LakeConfig, tables: list[TableSpec]) -> dict[str, Any]:
+    """Task arguments that keep ingests of a dynamic-bucket table (``bucket`` -1) from
+    overlapping: their writers assign keys from the table's HASH index, and of two
+    overlapping ingests into one partition the second commit would be refused (and retried).
+    Within a DAG at most one such task runs at a time (``max_active_tis_per_dag``, and per
+    run for a mapped backfill); across DAGs the tables file's ``airflow.dynamic_bucket_pool``
+    (a one-slot pool) serializes them. Empty when no table in ``tables`` is dynamic."""
+    if not any(t.dynamic_bucket for t in tables):
+        return {}
+    args: dict[str, Any] = {"max_active_tis_per_dag": 1, "max_active_tis_per_dagrun": 1}
+    if cfg.dynamic_bucket_pool:
+        args["pool"] = cfg.dynamic_bucket_pool
+    return args
 
 
 def default_args(cfg: LakeConfig) -> dict[str, Any]:
@@ -63,10 +79,12 @@ def merge_schema_param() -> Param:
 
 def tables_doc(cfg: LakeConfig) -> str:
     """A Markdown table of the declared tables, appended to every DAG's doc_md."""
-    rows = ["| table | primary key | partitions | source |", "|---|---|---|---|"]
+    rows = ["| table | primary key | partitions | buckets | source |",
+            "|---|---|---|---|---|"]
     for t in cfg.tables:
+        buckets = "dynamic (-1)" if t.dynamic_bucket else t.options.get("bucket", "-1")
         rows.append(f"| `{t.name}` | {', '.join(t.primary_key) or '-'} | "
-                    f"{', '.join(t.partition_keys) or '-'} | "
+                    f"{', '.join(t.partition_keys) or '-'} | {buckets} | "
                     f"{t.source.format.value} `{t.source.path}` |")
     return (f"\n\n**Tables** (declared in `{cfg.path}`):\n\n" + "\n".join(rows)
             + f"\n\nWarehouse: `{cfg.warehouse}`. Catalog lock: Airflow connection "

@@ -1,10 +1,14 @@
 """``make demo``: the real pipeline, through Airflow, on Airflow's embedded default.
 
 SQLite metadata DB, ``local[2]`` Spark, a warehouse under the repo (``.demo/``). It writes small
-source extracts (orders per day; a customers change feed with updates and deletes), then runs
-the lakecore DAGs with ``dag.test()`` (``python -m lake_airflow.localrun``): ingest for three
-logical dates, compaction, maintenance, and a backfill that atomically replaces one day's
-partition with a corrected extract. It ends with a summary of each table and a sample query,
+source extracts (orders per day; a customers change feed with updates and deletes), starts a
+real Airflow (api-server, scheduler, triggerer: ``lake_airflow.stack``), then runs the writing
+DAGs with ``dag.test()`` (``python -m lake_airflow.localrun``): ingest for three logical dates,
+maintenance, and a backfill that atomically replaces one day's partition with a corrected
+extract. Each commit is an asset event: Airflow's scheduler runs the downstream report DAG
+(``lakecore_orders_report``) and the compaction DAG on them (compaction on demand, per bucket,
+off-peak or at the stop trigger), and the demo prints what each of those runs did. It ends
+with a summary of each table and a sample query,
 checked against a model of what the sources say. Every run starts from an empty ``.demo/``.
 
 It lives beside the plugin, not in lakecore (the library that ships to every Spark executor
@@ -200,6 +204,97 @@ def run_dags(env: dict[str, str], specs: Sequence[dict[str, Any]], log: Path
             raise RuntimeError(f"a DAG run failed; see {log}")
 
 
+# -- what the scheduler ran on the asset events -------------------------------------------
+DOWNSTREAM = ["lakecore_orders_report", "lakecore_compaction"]
+
+
+class Downstream:
+    """Reads the metadata DB (SQLite) for the asset events and the runs they queued."""
+
+    def __init__(self, db: Path) -> None:
+        from sqlalchemy import create_engine
+
+        self.engine = create_engine(f"sqlite:///{db}")
+        self.seen_events = 0
+        self.seen_runs: set[tuple[str, str]] = set()
+
+    def _rows(self, sql: str, **params: Any) -> list[Any]:
+        from sqlalchemy import text
+
+        with self.engine.connect() as c:
+            return list(c.execute(text(sql), params).all())
+
+    def _xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
+        got = self._rows("SELECT value FROM xcom WHERE dag_id = :d AND run_id = :r AND "
+                         "task_id = :t AND key = :k", d=dag_id, r=run_id, t=task_id, k=key)
+        value = got[0][0] if got else None
+        return json.loads(value) if isinstance(value, str | bytes) else value
+
+    def show_events(self) -> None:
+        rows = self._rows("SELECT e.id, a.uri, e.extra FROM asset_event e JOIN asset a "
+                          "ON a.id = e.asset_id WHERE e.id > :n ORDER BY e.id",
+                          n=self.seen_events)
+        for eid, uri, extra in rows:
+            x = json.loads(extra) if isinstance(extra, str) else extra
+            done = f", marked done {x['partitions_done']}" if x.get("partitions_done") else ""
+            parts = [p for p in x.get("partitions") or [] if p]
+            print(f"    asset event {eid} on {uri}: {x.get('commit_kind')} snapshot "
+                  f"{x.get('snapshot_ids')}, {x.get('rows')} rows"
+                  + (f", partitions {parts}" if parts else "") + done)
+            self.seen_events = max(self.seen_events, eid)
+
+    def wait_and_show(self, timeout: float = 900) -> None:
+        """Wait until the scheduler has no queued or running downstream run (and no queued
+        asset event it has not turned into a run yet); print the runs that finished."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            busy = self._rows("SELECT COUNT(*) FROM dag_run WHERE dag_id IN ('" +
+                              "','".join(DOWNSTREAM) + "') AND state IN ('queued', 'running')")
+            queue = self._rows("SELECT COUNT(*) FROM asset_dag_run_queue WHERE target_dag_id "
+                               "IN ('" + "','".join(DOWNSTREAM) + "')")
+            if busy[0][0] == 0 and queue[0][0] == 0:
+                break
+            time.sleep(2)
+        for dag_id, run_id, run_type, state in self._rows(
+                "SELECT dag_id, run_id, run_type, state FROM dag_run WHERE dag_id IN ('" +
+                "','".join(DOWNSTREAM) + "') ORDER BY id"):
+            if (dag_id, run_id) in self.seen_runs or state in ("queued", "running"):
+                continue
+            self.seen_runs.add((dag_id, run_id))
+            print(f"  {dag_id} {run_id} ({run_type}, by the scheduler): {state}")
+            if dag_id == "lakecore_orders_report":
+                r = self._xcom(dag_id, run_id, "report") or {}
+                print(f"      report: shop.orders as of snapshot {r.get('snapshot_id')} "
+                      f"({', '.join(map(str, r.get('commit_kinds') or []))}): rows "
+                      f"{r.get('partitions')}, {r.get('rows')} rows in the table")
+                continue
+            for slug in ("shop__orders", "shop__customers"):
+                plan = self._xcom(dag_id, run_id, f"{slug}.plan", "decisions") or []
+                why = self._xcom(dag_id, run_id, f"{slug}.plan", "skipped_reason")
+                if not plan and why:
+                    print(f"      {slug.replace('__', '.')}: skipped: {why}")
+                for d in plan:
+                    print(f"      {slug.replace('__', '.')} {d['label']}: {d['reason']}")
+                done = self._xcom(dag_id, run_id, f"{slug}.compact")
+                if done and not done.get("skipped"):
+                    print(f"      {slug.replace('__', '.')}: compacted {done['buckets']} "
+                          f"bucket(s), {done['files_before']} -> {done['files']} files, "
+                          f"snapshot {done['snapshot_ids']}")
+
+    def show_done(self, warehouse: str) -> None:
+        from lakecore import CatalogFactory
+        from lakecore.store.partition_done import done_mark
+
+        table = CatalogFactory.create({"warehouse": warehouse}).get_table("shop.orders")
+        print("partitions of shop.orders marked done (partition.mark-done-action):")
+        for day in DATES:
+            mark = done_mark(table, {"dt": day})
+            print(f"  dt={day}: " + ("not done" if mark is None else
+                                      f"_SUCCESS {'yes' if mark.success_file else 'no'}, "
+                                      f"done-partition {mark.to_dict()['done_partition']}, "
+                                      f"after snapshot {mark.snapshot_id}"))
+
+
 # -- the demo ----------------------------------------------------------------------------
 def _outcome(t: dict[str, Any]) -> str:
     if isinstance(t["return_value"], list):
@@ -262,19 +357,34 @@ def main(argv: Sequence[str] | None = None) -> None:
     env = airflow_env(home, warehouse, landing)
     airflow(env, "db", "migrate", log=log)
     print(f"Airflow metadata DB: {home / 'airflow.db'} (SQLite); logs: {log}")
-    specs: list[dict[str, Any]] = [{"dag": "lakecore_ingest", "date": d} for d in DATES]
-    specs += [{"dag": "lakecore_compaction", "date": "2026-11-04"},
-              {"dag": "lakecore_maintenance", "date": "2026-11-04"}]
-    print("running DAGs (each Spark job takes ~30-40 s):")
-    for run in run_dags(env, specs, log):
-        _show(run)
-    fixed = DATES[1]
-    write_orders(landing, fixed, version=2)
-    print(f"a corrected orders extract arrived for {fixed}: backfilling that partition")
-    backfill = {"dag": "lakecore_backfill", "date": "2026-11-05",
-                "conf": {"table": "shop.orders", "start_date": fixed, "end_date": fixed}}
-    for run in run_dags(env, [backfill], log):
-        _show(run)
+    from lake_airflow.stack import AirflowStack
+
+    stack = AirflowStack(env, root / "logs", unpause=DOWNSTREAM)
+    stack.start()
+    print(f"Airflow api-server {stack.url}, scheduler and triggerer running (logs in "
+          f"{root / 'logs'}); {', '.join(DOWNSTREAM)} run on the tables' asset events")
+    try:
+        watcher = Downstream(home / "airflow.db")
+        specs: list[dict[str, Any]] = [{"dag": "lakecore_ingest", "date": d} for d in DATES]
+        print("running DAGs (each Spark job takes ~30-40 s):")
+        for run in run_dags(env, specs, log):
+            _show(run)
+            watcher.show_events()
+            watcher.wait_and_show()
+        for run in run_dags(env, [{"dag": "lakecore_maintenance", "date": "2026-11-04"}], log):
+            _show(run)
+        fixed = DATES[1]
+        write_orders(landing, fixed, version=2)
+        print(f"a corrected orders extract arrived for {fixed}: backfilling that partition")
+        backfill = {"dag": "lakecore_backfill", "date": "2026-11-05",
+                    "conf": {"table": "shop.orders", "start_date": fixed, "end_date": fixed}}
+        for run in run_dags(env, [backfill], log):
+            _show(run)
+            watcher.show_events()
+            watcher.wait_and_show()
+        watcher.show_done(str(warehouse))
+    finally:
+        stack.stop()
     summary(str(warehouse), {DATES[0]: 1, DATES[1]: 2, DATES[2]: 1})
     print(f"\ndemo finished in {time.time() - t0:.0f} s; warehouse {warehouse}")
 

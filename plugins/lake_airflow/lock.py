@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 LOCK_URI_ENV = "LAKECORE_LOCK_URI"  # read by lake_airflow.spark_launch in the Spark driver
 DEFAULT_SQLITE_NAME = "lakecore_locks.db"
-LOCK_TABLE = "lakecore_catalog_locks"  # lakecore.lock.sql_schema.TABLE_NAME
+LOCK_TABLE = "paimon_distributed_locks"  # lakecore.lock.sql_schema.TABLE_NAME
 
 # Airflow connection types -> SQLAlchemy drivers lakecore ships (psycopg 3, PyMySQL).
 _DRIVERS = {
@@ -159,7 +159,7 @@ def _mask(secret: str | None) -> None:
 
 
 def ensure_lock_table(target: LockTarget) -> str:
-    """Create ``lakecore_catalog_locks`` in the lock database if missing; returns its name."""
+    """Create ``paimon_distributed_locks`` in the lock database if missing; returns its name."""
     from lakecore.lock import lock_from_options
 
     if target.dialect == "sqlite":

@@ -5,6 +5,11 @@ templates are rendered, so the UI's *Rendered Template* view shows the exact spa
 arguments; the catalog lock's URL is added only to the spark-submit process environment when
 the job starts, never to a field Airflow stores or shows. The job's one JSON summary line is
 parsed from its output, logged and returned (XCom ``return_value``).
+
+A job that committed emits one asset event for its table (``lake_airflow.assets``) with the
+snapshots, commit kinds, rows and partitions in its extra; an ingest or backfill of a table
+with ``partition.end-input-to-done`` first marks the partition it wrote done
+(``partition.mark-done-action``: ``_SUCCESS`` and/or the done-partition record).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk.exceptions import AirflowSkipException
 
+from lake_airflow.assets import commit_alias, emit, event_extra
 from lake_airflow.config import CompactionStrategy, LakeConfig, TableSpec, load_config
 from lake_airflow.lock import LOCK_URI_ENV, mask_catalog_options, resolve_lock
 from lake_airflow.spark_launch import CATALOG_OPTIONS_ENV
@@ -105,6 +111,8 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
             kwargs.setdefault("driver_memory", cfg.spark.driver_memory)
         if cfg.spark.executor_memory:
             kwargs.setdefault("executor_memory", cfg.spark.executor_memory)
+        # the alias every commit of this task is emitted through (a Param table: the backfill's)
+        kwargs.setdefault("outlets", [commit_alias(None if "{{" in table else table)])
         super().__init__(application=str(LAUNCHER), **kwargs)
         self.table = table
         self.lock_conn_id = cfg.lock_conn_id
@@ -174,10 +182,61 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
             if timer is not None:
                 timer.cancel()
         self.report(self.summary or {})
+        self.after_commit(context, cfg, self.summary or {})
         return self.summary
 
     def report(self, summary: Mapping[str, Any]) -> None:
         self.log.info("lakecore %s summary: %s", self.table, json.dumps(summary, default=str))
+
+    # -- after the job: done marks and the asset event ----------------------------------
+    def committed_snapshots(self, summary: Mapping[str, Any]) -> list[int]:
+        """The snapshot ids the job committed (its summary, or each step's)."""
+        ids = [int(i) for i in summary.get("snapshot_ids") or []]
+        for step in summary.get("steps") or []:
+            ids += [int(i) for i in step.get("snapshot_ids") or []]
+        return sorted(set(ids))
+
+    def partitions_to_mark(self, context: Mapping[str, Any], cfg: LakeConfig
+                           ) -> list[dict[str, str]]:
+        """The partitions this run completed (the ingest's date partition); none here."""
+        return []
+
+    def after_commit(self, context: Mapping[str, Any], cfg: LakeConfig,
+                     summary: Mapping[str, Any]) -> None:
+        from lake_airflow.changes import mark_done, snapshot_changes
+        from lake_airflow.tables import get_table, open_catalog
+
+        ids = self.committed_snapshots(summary)
+        to_mark = self.partitions_to_mark(context, cfg)
+        if not ids and not to_mark:
+            self.log.info("%s: nothing committed, no asset event", self.table)
+            return
+        catalog = open_catalog(cfg)
+        try:
+            table = get_table(catalog, self.table)
+            if table is None:
+                return
+            done = []
+            if to_mark and table.options.partition_end_input_to_done:
+                actions = ",".join(a.value for a in table.options.partition_mark_done_actions)
+                for spec in to_mark:
+                    paths = mark_done(table, spec, ids[-1] if ids else None)
+                    label = "/".join(f"{k}={v}" for k, v in spec.items())
+                    done.append(label)
+                    self.log.info("%s: partition %s marked done (%s): %s", self.table, label,
+                                  actions, ", ".join(paths))
+            changes = snapshot_changes(table, ids)
+        finally:
+            catalog.close()
+        if not ids:
+            return
+        run = {"dag_id": context["dag_run"].dag_id, "task_id": context["ti"].task_id,
+               "run_id": context["dag_run"].run_id, "commit_user": summary.get("commit_user")}
+        extra = event_extra(table=self.table, job=str(summary.get("job", "")),
+                            snapshots=changes, run=run, done=done)
+        alias = next(o for o in self.outlets if getattr(o, "name", "").startswith("lakecore-"))
+        emit(context, alias, self.table, extra, cfg)
+        self.log.info("%s: asset event %s", self.table, json.dumps(extra))
 
     def _get_hook(self) -> SparkSubmitHook:
         hook = super()._get_hook()
@@ -240,6 +299,16 @@ class LakeIngestOperator(LakeSparkSubmitOperator):
         merge_schema = bool((context.get("params") or {}).get("merge_schema", False))
         return ingest_spec(cfg, table, run, day, overwrite=overwrite, merge_schema=merge_schema)
 
+    def partitions_to_mark(self, context: Mapping[str, Any], cfg: LakeConfig
+                           ) -> list[dict[str, str]]:
+        """A run writes its date partition whole (the day's extract, or a backfill's
+        replacement): once committed, that partition is complete."""
+        table = cfg.table(self.table)
+        day = (date.fromisoformat(str(self.partition_date)) if self.partition_date
+               else RunInfo.from_context(context).day)
+        spec = table.partition_spec(day)
+        return [spec] if spec and len(spec) == len(table.partition_keys) else []
+
     def report(self, summary: Mapping[str, Any]) -> None:
         if summary.get("skipped"):
             self.log.info("%s: (%s, %s) was already committed by an earlier attempt of this "
@@ -257,11 +326,16 @@ class LakeCompactOperator(LakeSparkSubmitOperator):
     def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
                    table: TableSpec) -> SparkSubmitSpec:
         p = context["params"]
+        group, _, _ = self.task_id.rpartition(".")
+        plan_task = f"{group}.plan" if group else "plan"
+        plan = context["ti"].xcom_pull(task_ids=plan_task) if "ti" in context else None
+        buckets = plan.get("buckets") if isinstance(plan, dict) else None
         return compact_spec(cfg, table, strategy=CompactionStrategy(p.get("strategy",
                                                                           "universal")),
                             partitions=list(p.get("partitions") or []),
                             parallelism=p.get("parallelism"),
-                            commit_user=RunInfo.from_context(context).commit_user())
+                            commit_user=RunInfo.from_context(context).commit_user(),
+                            buckets=buckets)
 
     def check_skip(self, context: Mapping[str, Any], cfg: LakeConfig) -> None:
         super().check_skip(context, cfg)

@@ -184,11 +184,14 @@ def ingest_spec(cfg: LakeConfig, table: TableSpec, run: RunInfo, day: date, *,
 
 def compact_spec(cfg: LakeConfig, table: TableSpec, *, strategy: CompactionStrategy,
                  partitions: Sequence[str] = (), parallelism: int | None = None,
-                 commit_user: str | None = None, py_files: str | None = None
-                 ) -> SparkSubmitSpec:
+                 commit_user: str | None = None, buckets: Sequence[str] | None = None,
+                 py_files: str | None = None) -> SparkSubmitSpec:
     """The commit identifier stays the job's default (the snapshot it compacts), so a retry
-    that finds its COMPACT committed stops; ``commit_user`` names the DAG run in history."""
+    that finds its COMPACT committed stops; ``commit_user`` names the DAG run in history;
+    ``buckets`` (``dt=2026-11-01:0``) limits the job to the buckets the plan chose."""
     args: list[str] = ["--commit-user", commit_user] if commit_user else []
+    for b in buckets or ():
+        args += ["--bucket", b]
     for p in partitions:
         args += ["--partition", p]
     if strategy is CompactionStrategy.FULL:

@@ -14,6 +14,7 @@ from lake_airflow.config import LakeConfig, TableSpec
 from lake_airflow.lock import LockTarget
 
 if TYPE_CHECKING:
+    from lake_airflow.offpeak import BucketState, Window
     from lakecore.catalog import FileSystemCatalog
     from lakecore.schema import Schema
     from lakecore.schema.diff import SchemaUpdatePlan
@@ -138,6 +139,44 @@ def compaction_preview(table: FileStoreTable, partitions: Sequence[dict[str, str
         "bytes": sum(t.bytes for t in plan.tasks),
         "skipped_reason": plan.skipped_reason,
     }
+
+
+def compaction_window(table: FileStoreTable) -> Window:
+    """The table's off-peak window and sorted-run triggers (its Paimon options)."""
+    from lake_airflow.offpeak import Window
+
+    o = table.options
+    return Window(o.compaction_offpeak_start_hour, o.compaction_offpeak_end_hour,
+                  o.num_sorted_run_compaction_trigger, o.num_sorted_run_stop_trigger)
+
+
+def bucket_states(table: FileStoreTable, partitions: Sequence[dict[str, str]] | None,
+                  full: bool) -> tuple[int | None, list[BucketState]]:
+    """(latest snapshot, each bucket's sorted runs, level-0 files and whether the compaction
+    strategy picks it), optionally only in ``partitions``."""
+    from lake_airflow.offpeak import BucketState
+    from lakecore.compact.job import BucketTask, plan_compaction
+    from lakecore.format.bucket import POSTPONE_BUCKET
+    from lakecore.format.partition_string import partition_value_string
+    from lakecore.maintenance.inspect import inspect_table
+
+    plan = plan_compaction(table, list(partitions) if partitions else None, full)
+    types = table.partition_codec.types
+
+    def label(values: Sequence[Any]) -> str:
+        return "/".join(f"{k}={partition_value_string(v, t)}"
+                        for k, v, t in zip(table.partition_keys, values, types))
+
+    picked = {(label(t.partition), t.bucket) for t in plan.tasks if isinstance(t, BucketTask)}
+    postpone = any(not isinstance(t, BucketTask) for t in plan.tasks)  # pending postpone files
+    wanted = ({"/".join(f"{k}={p[k]}" for k in table.partition_keys) for p in partitions}
+              if partitions else None)
+    report = inspect_table(table, max_snapshots=1)
+    states = [BucketState(b["partition"], b["bucket"], b["sorted_runs"], b["level0_files"],
+                          (b["partition"], b["bucket"]) in picked
+                          or (postpone and b["bucket"] == POSTPONE_BUCKET))
+              for b in report["buckets"] if wanted is None or b["partition"] in wanted]
+    return plan.snapshot_id, states
 
 
 def tag_latest(table: FileStoreTable, name: str) -> dict[str, Any] | None:

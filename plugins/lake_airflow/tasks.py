@@ -1,8 +1,9 @@
 """The Python tasks of the lakecore DAGs (the Spark work is in ``operators``).
 
 They run in the Airflow worker, import lakecore only when they run, and log what they found:
-``prepare`` (the lock table and the declared tables), ``plan`` (skip a compaction with
-nothing to do, and say why), ``plan_partitions`` and ``tag_before_backfill`` (the backfill).
+``prepare`` (the lock table and the declared tables), ``plan`` (per bucket: compact now,
+inside the off-peak window or at the stop trigger, or skip, and say why),
+``plan_partitions`` and ``tag_before_backfill`` (the backfill).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from lake_airflow.operators import budget_deadline, selected_tables, skip
 from lake_airflow.submit import parse_partition
 from lake_airflow.tables import (
     TableMismatchError,
-    compaction_preview,
     ensure_tables,
     get_table,
     open_catalog,
@@ -66,10 +66,28 @@ def prepare_lake(create_tables: bool = True) -> dict[str, Any]:
     return out
 
 
+def triggering_kinds(ctx: Any) -> list[str] | None:
+    """The commit kinds of the asset events that triggered this run (None: not triggered by
+    asset events)."""
+    run_type = str(getattr(ctx["dag_run"].run_type, "value", ctx["dag_run"].run_type))
+    if run_type != "asset_triggered":
+        return None
+    kinds = []
+    events = ctx.get("triggering_asset_events") or {}
+    for evs in events.values():
+        for ev in evs:
+            kinds.append(str((getattr(ev, "extra", None) or {}).get("commit_kind")))
+    return kinds
+
+
 @task(task_id="plan")
 def plan_compaction(table: str) -> dict[str, Any]:
-    """Skip (and log why) a table the run does not select, one the time budget no longer
-    fits, or one with no bucket that needs compaction; else return the plan's size."""
+    """Decide per bucket (``lake_airflow.offpeak``): compact a bucket past the table's
+    triggers inside its off-peak window, or at once at the stop trigger; skip the rest. Logs
+    every bucket's decision and why; skips the task (saying why) when no bucket is chosen."""
+    from lake_airflow.offpeak import decide
+    from lake_airflow.tables import bucket_states, compaction_window
+
     ctx = get_current_context()
     cfg = load_config()
     params = ctx["params"]
@@ -78,6 +96,10 @@ def plan_compaction(table: str) -> dict[str, Any]:
     deadline = budget_deadline(ctx)
     if deadline is not None and datetime.now(deadline.tzinfo) >= deadline:
         raise skip(ctx, f"{table}: the run's time budget is used up")
+    kinds = triggering_kinds(ctx)
+    if kinds and all(k == "COMPACT" for k in kinds):
+        raise skip(ctx, f"{table}: this run was triggered only by compaction commits "
+                   "(nothing new was written)")
     spec = cfg.table(table)
     try:
         partitions = [parse_partition(p, spec.partition_keys)
@@ -90,14 +112,31 @@ def plan_compaction(table: str) -> dict[str, Any]:
         if t is None:
             raise skip(ctx, f"{table} does not exist yet: nothing to compact")
         full = CompactionStrategy(params.get("strategy", "universal")) is CompactionStrategy.FULL
-        preview = compaction_preview(t, partitions, full)
+        snapshot_id, states = bucket_states(t, partitions, full)
+        window = compaction_window(t)
     finally:
         catalog.close()
-    if not preview["buckets"]:
-        raise skip(ctx, f"nothing to compact in {table}: {preview['skipped_reason']}")
-    log.info("%s: %d bucket(s), %d file(s), %d bytes to compact at snapshot %s", table,
-             preview["buckets"], preview["files"], preview["bytes"], preview["snapshot_id"])
-    return preview
+    hour = datetime.now().hour  # local time, as Paimon's OffPeakHours reads it
+    ignore = bool(params.get("ignore_offpeak", False))
+    decisions = [decide(b, window, hour, ignore) for b in states]
+    log.info("%s at snapshot %s: %s; num-sorted-run.compaction-trigger %d, stop-trigger %d; "
+             "local hour %02d", table, snapshot_id, window.describe(),
+             window.compaction_trigger, window.stop_trigger, hour)
+    for d in decisions:
+        log.info("%s %s: %s", table, d.label, d.reason)
+    chosen = [d for d in decisions if d.compact]
+    out = {"snapshot_id": snapshot_id, "window": window.to_dict(), "hour": hour,
+           "decisions": [d.to_dict() for d in decisions],
+           "buckets": [d.arg for d in chosen]}
+    ctx["ti"].xcom_push(key="decisions", value=out["decisions"])
+    if not chosen:
+        why = ("no bucket in the table yet" if not decisions else
+               f"no bucket to compact now ({len(decisions)} checked: "
+               + "; ".join(f"{d.label}: {d.reason}" for d in decisions[:6])
+               + (" ..." if len(decisions) > 6 else "") + ")")
+        raise skip(ctx, f"nothing to compact in {table}: {why}")
+    log.info("%s: compacting %d bucket(s): %s", table, len(chosen), ", ".join(out["buckets"]))
+    return out
 
 
 def backfill_dates(start: str, end: str, max_days: int) -> list[str]:

@@ -19,12 +19,20 @@ from tests.airflow.conftest import REPO, run_python
 
 HEAVY = ("lakecore", "pyspark", "pyarrow")
 EXPECTED = {"lakecore_ingest", "lakecore_compaction", "lakecore_maintenance",
-            "lakecore_backfill"}
+            "lakecore_backfill", "lakecore_orders_report", "lakecore_partition_ready"}
+ASSET_SCHEDULED = {"lakecore_orders_report"}  # runs on asset events: no Params to set
 
 PARSE = r"""
 import json, sys
 from airflow.dag_processing.dagbag import DagBag
 from airflow.serialization.serialized_objects import DagSerialization
+
+def uris(cond):
+    if cond is None:
+        return []
+    if hasattr(cond, "uri"):
+        return [cond.uri]
+    return [u for c in cond.objects for u in uris(c)]
 
 bag = DagBag(dag_folder=sys.argv[1])
 out = {"import_errors": {k: str(v)[-500:] for k, v in bag.import_errors.items()}, "dags": {}}
@@ -44,6 +52,11 @@ for dag_id, dag in bag.dags.items():
         "file": dag.fileloc, "tags": sorted(dag.tags), "doc_md": dag.doc_md or "",
         "schedule": None if dag.schedule is None else str(dag.schedule),
         "scheduled": bool(dag.timetable.can_be_scheduled), "params": params,
+        "timetable": type(dag.timetable).__name__,
+        "summary": str(getattr(getattr(dag.timetable, "timetable", None), "expression", "")),
+        "asset_uris": sorted(uris(getattr(dag.timetable, "asset_condition", None))),
+        "outlets": {t.task_id: sorted(getattr(o, "name", "") for o in t.outlets)
+                    for t in dag.tasks},
         "defaults_valid": defaults_valid,
         "tasks": {t.task_id: {"retries": t.retries, "type": type(t).__name__,
                               "doc": bool(getattr(t, "doc_md", None))} for t in dag.tasks},
@@ -71,7 +84,7 @@ def parse(env: dict[str, str], dags: Path, plugins: bool = False) -> dict[str, A
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("integrity")
     env = airflow_env(tmp / "home", tmp / "warehouse", tmp / "landing")
-    return parse(env, REPO / "dags", plugins=True)
+    return {**parse(env, REPO / "dags", plugins=True), "warehouse": str(tmp / "warehouse")}
 
 
 def test_every_dag_file_imports(report: dict[str, Any]) -> None:
@@ -95,7 +108,7 @@ def test_tags_retries_docs(report: dict[str, Any]) -> None:
 
 def test_params_are_typed_titled_described_and_valid(report: dict[str, Any]) -> None:
     for dag_id, dag in report["dags"].items():
-        assert dag["params"], dag_id
+        assert dag["params"] or dag_id in ASSET_SCHEDULED, dag_id
         for name, p in dag["params"].items():
             s = p["schema"]
             assert s.get("type") and s.get("title") and p["description"], (dag_id, name)
@@ -124,7 +137,29 @@ def test_generated_from_the_tables_file(report: dict[str, Any]) -> None:
             assert maint[f"{table}.{step}"]["type"] == "LakeMaintainOperator"
         assert report["dags"]["lakecore_compaction"]["tasks"][f"{table}.compact"]["type"] == \
             "LakeCompactOperator"
-    assert report["dags"]["lakecore_compaction"]["schedule"] == "0 2 * * *"
+    comp = report["dags"]["lakecore_compaction"]
+    assert comp["timetable"] == "AssetOrTimeSchedule"  # nightly cron or any table's event
+    assert "0 2 * * *" in comp["summary"]
+    wh = report["warehouse"]
+    assert comp["asset_uris"] == sorted(f"paimon+file:{wh}/shop.db/{t}"
+                                        for t in ("orders", "customers"))
+    assert report["dags"]["lakecore_orders_report"]["asset_uris"] == [
+        f"paimon+file:{wh}/shop.db/orders"]
+
+
+def test_committing_tasks_emit_through_their_tables_alias(report: dict[str, Any]) -> None:
+    """Every task that commits has an asset-alias outlet named after its table (the
+    backfill's table is a Param: its own alias); nothing else declares outlets."""
+    dags = report["dags"]
+    assert dags["lakecore_ingest"]["outlets"]["ingest_shop__orders"] == [
+        "lakecore-commits:shop.orders"]
+    assert dags["lakecore_compaction"]["outlets"]["shop__customers.compact"] == [
+        "lakecore-commits:shop.customers"]
+    assert dags["lakecore_maintenance"]["outlets"]["shop__orders.expire_partitions"] == [
+        "lakecore-commits:shop.orders"]
+    assert dags["lakecore_backfill"]["outlets"]["overwrite_partition"] == [
+        "lakecore-backfill-commits"]
+    assert dags["lakecore_ingest"]["outlets"]["prepare"] == []
 
 
 def test_airflowignore_keeps_job_scripts_out(tmp_path: Path) -> None:

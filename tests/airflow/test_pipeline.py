@@ -134,10 +134,10 @@ def test_every_dag_on_sqlite(tmp_path: Path, spark_zip: Path) -> None:
     assert orders_state(lake.read("shop.orders")) == expected_orders({D1: 1})
     locks = sqlite3.connect(lake.home / "lakecore_locks.db")
     assert locks.execute("SELECT name FROM sqlite_master WHERE name = "
-                         "'lakecore_catalog_locks'").fetchall()
+                         "'paimon_distributed_locks'").fetchall()
     meta = sqlite3.connect(lake.home / "airflow.db")
     assert not meta.execute("SELECT name FROM sqlite_master WHERE name = "
-                            "'lakecore_catalog_locks'").fetchall()
+                            "'paimon_distributed_locks'").fetchall()
 
     # ingest D2 (customers: updates and deletes), then a rerun of the same run
     assert task(r2, "ingest_shop__customers")["return_value"]["snapshot_ids"] == [2]
@@ -148,7 +148,8 @@ def test_every_dag_on_sqlite(tmp_path: Path, spark_zip: Path) -> None:
 
     # compaction: orders has nothing to compact (skipped, with the reason), customers has
     assert task(r4, "shop__orders.plan")["state"] == "skipped"
-    assert "no bucket needs compaction" in task(r4, "shop__orders.plan")["skipped_reason"]
+    assert "not past num-sorted-run.compaction-trigger (5)" in \
+        task(r4, "shop__orders.plan")["skipped_reason"]
     assert task(r4, "shop__orders.compact")["state"] == "skipped"
     compacted = task(r4, "shop__customers.compact")["return_value"]
     assert compacted["snapshot_ids"] == [3] and compacted["buckets"] == 2
@@ -202,7 +203,7 @@ def test_every_dag_on_postgres_with_overlapping_runs(tmp_path: Path, spark_zip: 
     assert again["skipped"] is True  # the rerun of the same run committed nothing
     assert [s[0] for s in lake.snapshots("shop.customers")] == [1]
     engine = create_engine(pg_database)
-    assert inspect(engine).has_table("lakecore_catalog_locks")  # in the metadata DB
+    assert inspect(engine).has_table("paimon_distributed_locks")  # in the metadata DB
     assert inspect(engine).has_table("dag_run")
     engine.dispose()
 

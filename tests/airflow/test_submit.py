@@ -105,6 +105,10 @@ def test_compact_and_maintain_specs() -> None:
                      commit_user="airflow/d/t/r").application_args
     assert "--full" not in u and "--parallelism" not in u
     assert pairs(u, "--commit-user") == ["airflow/d/t/r"] and "--commit-identifier" not in u
+    assert "--bucket" not in u  # no plan: every bucket the job's strategy picks
+    b = compact_spec(CFG, ORDERS, strategy=CompactionStrategy.UNIVERSAL,
+                     buckets=["dt=2026-11-01:0", "dt=2026-11-02:1"]).application_args
+    assert pairs(b, "--bucket") == ["dt=2026-11-01:0", "dt=2026-11-02:1"]
     steps = [maintain_spec(CFG, ORDERS, s, dry_run=True, older_than="2 d").application_args
              for s in MaintenanceStep]
     assert [s[7] for s in steps] == ["--expire-partitions", "--expire-snapshots",

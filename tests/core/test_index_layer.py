@@ -76,7 +76,7 @@ def test_index_increments_land_in_their_snapshot_and_every_commit_carries_them(t
     t = table(tmp_path)
     h0 = hash_file(t, [11, 12])
     commit = FileStoreCommit(t, "assigner")
-    assert commit.commit([msg("a", new_index_files=(h0,))]).snapshot_ids == (1,)
+    assert commit.commit([msg("a", new_index_files=(h0,))], 1).snapshot_ids == (1,)
     assert snapshot_doc(t, 1)["commitKind"] == "APPEND"
     assert listed(t, 1) == [(0, HASH_INDEX, h0.file_name)]
     # plain data commits and a compaction change no index: the manifest name is carried

@@ -34,7 +34,7 @@ from lakecore.format.snapshot import Snapshot
 from lakecore.store.index_paths import index_file_path
 from lakecore.store.manifest_io import merge_entries
 from lakecore.table import FileStoreTable
-from lakecore.utils.faults import ENV_VAR, CrashStep, parse_target
+from lakecore.utils.faults import ENV_VAR, IO_ERROR_ENV_VAR, CrashStep, IOFaultStep, parse_target
 from tests.lock.backends import REPO_ROOT, child_env
 
 Row = dict[str, Any]
@@ -61,8 +61,13 @@ class ChildResult:
 
 
 def run_child(module: str, args: Mapping[str, Any], crash_at: CrashStep | str | None = None,
-              timeout: float = 120) -> ChildResult:
+              timeout: float = 120, io_error_at: str | None = None) -> ChildResult:
+    """Run ``module`` with ``args`` (JSON) in a child process, killed at ``crash_at`` and/or
+    given one transient ``OSError`` at ``io_error_at`` (``lakecore.utils.faults``)."""
     env = child_env()
+    if io_error_at is not None:
+        IOFaultStep(io_error_at.partition("@")[0])  # a misspelt step would never fire
+        env[IO_ERROR_ENV_VAR] = io_error_at
     if crash_at is not None:
         target = crash_at.value if isinstance(crash_at, CrashStep) else crash_at
         parse_target(target)  # a misspelt step would never fire: refuse it here

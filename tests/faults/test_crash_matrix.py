@@ -32,7 +32,7 @@ import pytest
 
 from lakecore.store.partition_records import expired_partition_records
 from lakecore.table import FileStoreTable
-from lakecore.utils.faults import CrashStep, parse_target
+from lakecore.utils.faults import CrashStep, IOFaultStep, parse_target
 from tests.faults import operations as ops
 from tests.faults.harness import (
     METADATA_DIRS,
@@ -258,6 +258,48 @@ def test_kill_at_step_then_rerun(base: Base, reference: Callable[[str], Referenc
                                  tmp_path: Path, op: str, target: str) -> None:
     assert kill_and_check(base, reference(op), tmp_path / "t", op, target), (
         f"{op} finished without reaching {target}: the case tests nothing")
+
+
+# -- transient I/O errors on the snapshot write -------------------------------------------
+# Paimon's FileStoreCommitImpl.tryCommitOnce: an exception while committing the snapshot means
+# "commit may have succeeded"; the retry first checks whether our snapshot landed (and then
+# stops), else commits again. The caller sees success either way, and the table ends exactly
+# as after an uninterrupted run: one snapshot per commit, nothing committed twice, no manifest
+# of the landed snapshot deleted, nothing left unreferenced after orphan removal.
+IO_OPS = ["append", "append-inline-compact", "overwrite", "compact", "expire-partitions"]
+IO_TARGETS = [IOFaultStep.SNAPSHOT_BEFORE_CREATE.value, IOFaultStep.SNAPSHOT_AFTER_CREATE.value]
+IO_CASES = [(op, t) for op in IO_OPS for t in IO_TARGETS] + [
+    # the second snapshot of a two-snapshot commit (its COMPACT)
+    ("append-inline-compact", "snapshot-before-create@2"),
+    ("append-inline-compact", "snapshot-after-create@2"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("op", "target"), IO_CASES, ids=[f"{o}:{t}" for o, t in IO_CASES])
+def test_transient_io_error_on_the_snapshot_write_is_retried(
+        base: Base, reference: Callable[[str], Reference], tmp_path: Path,
+        op: str, target: str) -> None:
+    ref = reference(op)
+    root = tmp_path / "t"
+    shutil.copytree(base.root, root)
+    options = ops.catalog_options(root)
+    child = run_child("tests.faults.operations", {"catalog": options, "op": op},
+                      io_error_at=target)
+    assert child.returncode == 0, f"{op} with an I/O error at {target}:\n{child.stderr}"
+    assert "injected transient I/O error" in child.stderr, "the fault never fired"
+    catalog, t = ops.open_table(options)
+    try:
+        check_history(t)
+        assert missing_files(t) == set()
+        assert end_state(t) == ref.state
+        ops.remove_all_orphans(t)
+        assert unreferenced_files(t) == set() and missing_files(t) == set()
+        files = relative(t, all_files(t))
+        assert files & base.files == ref.files & base.files
+        assert kinds(files - base.files) == ref.new_kinds
+    finally:
+        catalog.close()
 
 
 def test_every_crash_step_is_in_the_matrix() -> None:

@@ -3,6 +3,7 @@
 * ``counter``: N times, under the lock, read an integer from a file, pause, write it + 1.
 * ``hold``: take the lock, write a marker file, then sleep until killed.
 * ``commit``: N small APPEND commits to a table through a catalog with the lock options.
+* ``upsert``: N commits of a primary-key table with default options (inline compaction).
 """
 
 from __future__ import annotations
@@ -74,5 +75,38 @@ def commit(args: dict[str, Any]) -> None:
     catalog.close()
 
 
+def upsert(args: dict[str, Any]) -> None:
+    """N commits of a primary-key table with its default options (not write-only: each
+    writer compacts inline) as one commit user; each commit returns, or the process fails.
+    A compaction that lost the race is dropped by the commit (``compaction_dropped``)."""
+    import pyarrow as pa
+
+    from lakecore import CatalogFactory
+    from lakecore.errors import CommitTimeoutError
+
+    catalog = CatalogFactory.create(args["catalog"])
+    table = catalog.get_table(args["table"])
+    builder = table.new_stream_write_builder().with_commit_user(args["user"])
+    commit = builder.new_commit()
+    base, retries, dropped = args["base"], 0, 0
+    for ident in range(1, args["n"] + 1):
+        write = builder.new_write()
+        ids = [base + ident * 10 + k for k in range(args["rows"])]
+        write.write_arrow(pa.table({"id": pa.array(ids, pa.int64()),
+                                    "writer": pa.array([args["user"]] * len(ids))}))
+        messages = write.prepare_commit(ident)
+        while True:
+            try:
+                result = commit.commit(messages, ident)
+                dropped += result.compaction_dropped
+                break
+            except CommitTimeoutError:  # lost the race too often: retry, same identifier
+                retries += 1
+        write.close()
+    Path(args["report"]).write_text(json.dumps({"retries": retries, "dropped": dropped}))
+    catalog.close()
+
+
 if __name__ == "__main__":
-    {"counter": counter, "hold": hold, "commit": commit}[sys.argv[1]](json.loads(sys.argv[2]))
+    COMMANDS = {"counter": counter, "hold": hold, "commit": commit, "upsert": upsert}
+    COMMANDS[sys.argv[1]](json.loads(sys.argv[2]))

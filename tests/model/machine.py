@@ -43,7 +43,8 @@ from hypothesis.stateful import (
 )
 
 from lakecore import CatalogFactory, SchemaChange
-from lakecore.errors import PartitionExpiredError
+from lakecore.commit.message import CommitMessage
+from lakecore.errors import FileAlreadyAddedConflict, PartitionExpiredError
 from lakecore.maintenance import (
     ExpireConfig,
     create_tag,
@@ -82,6 +83,7 @@ OPS: Counter[str] = Counter()  # operations executed, by kind; reported at the s
 FUTURE = datetime.now() + timedelta(days=3)  # "now" for snapshot expiry: every snapshot is old
 TAG_NAMES = ("t0", "t1", "t2")
 MAX_ALTERS = 3  # per example, so that the other operations keep their share
+STREAM_USER = "model-stream"  # the commit user of stream writes (explicit identifiers)
 Row = tuple[str, int, int | None, int | None]
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -232,6 +234,10 @@ class ModelMachine(RuleBasedStateMachine):
         self.table: FileStoreTable = None  # type: ignore[assignment]  # set by create
         self.model: TableModel = None  # type: ignore[assignment]
         self.ids: FieldIds = {}  # the field ids v1 and v2 have had (set by create, ALTER)
+        # stream writes: the last identifier and the committables that landed (until a
+        # rollback, which may remove their snapshots: then a replay commits again, as Paimon)
+        self.stream_ident = 0
+        self.committables: dict[int, list[CommitMessage]] = {}
 
     @property
     def cfg(self) -> TableConfig:
@@ -340,6 +346,75 @@ class ModelMachine(RuleBasedStateMachine):
     @counted("write (upserts/deletes)")
     def write_again(self, data: st.DataObject) -> None:
         self._write(data)
+
+    @rule(data=st.data())
+    @counted("stream write (explicit commit identifier)")
+    def stream_write(self, data: st.DataObject) -> None:
+        recs = self.model.allowed(self._records(data, self.model.open_partitions()))
+        self.stream_ident += 1
+        builder = self.table.new_stream_write_builder().with_commit_user(STREAM_USER)
+        w = builder.new_write()
+        w.write_arrow(self._arrow(recs))
+        msgs = w.prepare_commit(self.stream_ident)
+        ids = builder.new_commit().commit(msgs, self.stream_ident).snapshot_ids
+        w.close()
+        kept = self._effective(recs)
+        self.model.add(kept)
+        self._landed(ids, "APPEND", kept)
+        if ids:
+            self.committables[self.stream_ident] = msgs
+
+    @precondition(lambda self: bool(self.committables))
+    @rule(data=st.data())
+    @counted("replay of old committables (restarted stream writer)")
+    def replay_committables(self, data: st.DataObject) -> None:
+        """Paimon's StoreCommitter / filterAndCommit after a restart: every committable at or
+        below the user's latest committed identifier counts as committed, also once its
+        snapshots expired and its files were compacted away. Expected: nothing commits, no
+        file is deleted."""
+        picked = data.draw(st.lists(st.sampled_from(sorted(self.committables)), min_size=1,
+                                    max_size=3, unique=True), label="replayed identifiers")
+        latest, files = self.table.snapshot_manager.latest_id(), data_files(self.table)
+        commit = self.table.new_stream_write_builder().with_commit_user(STREAM_USER).new_commit()
+        assert commit.filter_committed(picked) == []
+        assert commit.filter_and_commit({i: self.committables[i] for i in picked}) == 0
+        for i in picked:
+            assert commit.commit(self.committables[i], i).skipped
+        assert self.table.snapshot_manager.latest_id() == latest
+        assert data_files(self.table) == files
+
+    @rule(data=st.data())
+    @counted("duplicate submission (refused)")
+    def write_then_submit_again(self, data: st.DataObject) -> bool | None:
+        """A batch write, then the same messages committed again by a fresh commit user (a
+        retried job submitting its output twice). Paimon's mergeEntries: "Trying to add file
+        ... which is already added". Expected: refused, nothing committed or deleted."""
+        recs = self.model.allowed(self._records(data, self.model.open_partitions()))
+        wb = self.table.new_batch_write_builder()
+        w = wb.new_write()
+        w.write_arrow(self._arrow(recs))
+        msgs = w.prepare_commit()
+        ids = wb.new_commit().commit(msgs).snapshot_ids
+        w.close()
+        kept = self._effective(recs)
+        self.model.add(kept)
+        self._landed(ids, "APPEND", kept)
+        latest = self.table.snapshot_manager.latest()
+        live = ({e.file.file_name for e in live_entries(self.table.manifest_io(),
+                                                        latest).values()} if latest else set())
+        added = {f.file_name for m in msgs for f in (*m.new_files, *m.compact_after)}
+        if not added & live:
+            return False  # nothing of it is live (its compaction removed every row)
+        files = data_files(self.table)
+        try:
+            self.table.new_batch_write_builder().new_commit().commit(msgs)
+        except FileAlreadyAddedConflict:
+            pass
+        else:
+            raise AssertionError("the duplicate submission was committed")
+        assert self.table.snapshot_manager.latest_id() == (latest.id if latest else None)
+        assert data_files(self.table) == files
+        return None
 
     @rule(data=st.data())
     @counted("static overwrite")
@@ -480,6 +555,7 @@ class ModelMachine(RuleBasedStateMachine):
         else:
             rollback_to(self.table, tag=target, dry_run=False)
         self.model.rollback(sid)
+        self.committables.clear()  # their snapshots may be gone: a replay would commit again
         if self._v2_id(sid) != self._v2_id(None):
             # back to files from before a drop and re-add of v2: read with the current
             # schema, their v2 is the dropped column's, which does not come back

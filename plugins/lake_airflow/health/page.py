@@ -79,6 +79,10 @@ def render_table(t: dict[str, Any]) -> str:
                  ", ".join(f"L{k}: {v}" for k, v in sorted(b["files_per_level"].items())),
                  b["sorted_runs"], b["level0_files"], b["size_amplification_percent"]]
                 for b in t["buckets"]]),
+        *_dynamic_buckets(t.get("dynamic_buckets") or []),
+        *_asset(t.get("asset") or {}),
+        *_offpeak(t.get("offpeak")),
+        *_done(t.get("done_partitions") or [], t.get("mark_done_actions") or []),
         "<h3>Latest snapshots</h3>",
         _table(["id", "kind", "time (UTC)", "records", "delta", "commit user", "identifier"],
                [[s["id"], s["kind"], s["time"], s["total_record_count"],
@@ -92,10 +96,94 @@ def render_table(t: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _asset(a: dict[str, Any]) -> list[str]:
+    """The table's Airflow asset: a link to its page (outside the plugin's frame) and its
+    latest events."""
+    if not a:
+        return []
+    uri = escape(str(a.get("uri", "")))
+    link = (f'<a class="asset-link" href="{escape(a["url"])}" target="_top" '
+            f'onclick="return lakeNavigate(this)">{uri}</a>'
+            if a.get("url") else f"{uri} <span class='muted'>(no event yet)</span>")
+    parts = [f'<h3>Asset</h3><p class="asset">{link}</p>']
+    events = a.get("events") or []
+    if events:
+        parts.append('<div class="asset-events">' + _table(
+            ["event", "time (UTC)", "commit", "snapshots", "rows", "partitions", "done", "from"],
+            [[e["id"], e["time"], e["extra"].get("commit_kind"),
+              ", ".join(map(str, e["extra"].get("snapshot_ids") or [])),
+              e["extra"].get("rows"), ", ".join(e["extra"].get("partitions") or []),
+              ", ".join(e["extra"].get("partitions_done") or []),
+              f"{e['dag_id']}.{e['task_id']}" if e.get("dag_id") else None]
+             for e in events]) + "</div>")
+    return parts
+
+
+def _offpeak(o: dict[str, Any] | None) -> list[str]:
+    if not o:
+        return []
+    now = ("inside it now" if o.get("in_window_now") else "outside it now") \
+        if o.get("defined") else "compacts whenever buckets pass the triggers"
+    return [f'<p class="offpeak"><b>Compaction window:</b> {escape(o["text"])} '
+            f'({escape(now)}, local hour {o.get("now_hour")}) &middot; '
+            f'num-sorted-run.compaction-trigger {o["compaction_trigger"]}, '
+            f'stop-trigger {o["stop_trigger"]} (compacts at once)</p>']
+
+
+def _done(marks: list[dict[str, Any]], actions: list[str]) -> list[str]:
+    how = (f"partition.mark-done-action: {', '.join(actions)}" if actions
+           else "the table does not mark partitions done (partition.end-input-to-done)")
+    parts = [f"<h3>Partitions marked done</h3><p class='muted'>{escape(how)}</p>"]
+    if marks:
+        parts.append('<div class="done-partitions">' + _table(
+            ["partition", "marked at (UTC)", "_SUCCESS", "done-partition", "snapshot"],
+            [[m["partition"], _millis_text(m["marked_at"]),
+              "yes" if m.get("success_file") else "-", m.get("done_partition"),
+              m.get("snapshot_id")] for m in marks]) + "</div>")
+    elif actions:
+        parts.append("<p class='muted'>none yet</p>")
+    return parts
+
+
+def _millis_text(ms: Any) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(int(ms) / 1000, tz=UTC).isoformat(timespec="seconds") \
+        if ms else "-"
+
+
+def _dynamic_buckets(parts: list[dict[str, Any]]) -> list[str]:
+    """A dynamic-bucket table's buckets per partition and their row (key) counts."""
+    if not parts:
+        return []
+    return ["<h3>Dynamic buckets (rows per bucket, from the HASH index)</h3>",
+            _table(["partition", "buckets", "rows", "rows per bucket"],
+                   [[p["partition"] or "(unpartitioned)", p["buckets"], p["keys"],
+                     ", ".join(f"{b}: {n}" for b, n in p["rows_per_bucket"].items())]
+                    for p in parts])]
+
+
 def _catalog_options(report: dict[str, Any]) -> str:
     """The tables file's catalog option keys (never their values: some are credentials)."""
     keys = report.get("catalog_options") or []
     return f" &middot; catalog options: {escape(', '.join(keys))}" if keys else ""
+
+
+# Airflow shows the page in a sandboxed iframe (no top navigation): a link to one of Airflow's
+# own pages moves the parent's client-side router instead (same origin), else opens normally.
+_SCRIPT = """
+function lakeNavigate(a) {
+  try {
+    var w = window.parent;
+    if (w && w !== window) {
+      w.history.pushState({}, "", a.getAttribute("href"));
+      w.dispatchEvent(new PopStateEvent("popstate", {state: {}}));
+      return false;
+    }
+  } catch (e) {}
+  return true;
+}
+"""
 
 
 def render_page(report: dict[str, Any], user: str | None) -> str:
@@ -103,7 +191,7 @@ def render_page(report: dict[str, Any], user: str | None) -> str:
     who = f" &middot; signed in as {escape(user)}" if user else ""
     return (
         "<!doctype html><html><head><meta charset='utf-8'><title>Lake tables</title>"
-        f"<style>{_CSS}</style></head><body><h1>Lake tables</h1>"
+        f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body><h1>Lake tables</h1>"
         f"<div class='muted'>warehouse {escape(report['warehouse'])} &middot; catalog lock: "
         f"{escape(report['lock'])}{_catalog_options(report)} &middot; generated "
         f"{escape(report['generated'])}{who}</div>"

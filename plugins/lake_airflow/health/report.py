@@ -1,8 +1,13 @@
 """Table health as plain data, for the page and its JSON API.
 
 Per declared table: recent snapshots, live files and sorted runs per bucket, level-0 backlog,
-size amplification (``lakecore.maintenance.inspect``), what compaction would do now, last
-compaction and last expiry, tags, and who holds the catalog lock. Nothing secret is in it: the
+size amplification (``lakecore.maintenance.inspect``), for a dynamic-bucket table (``bucket``
+-1) the buckets of each partition with their key counts (its HASH index), what compaction
+would do now, last
+compaction and last expiry, tags, and who holds the catalog lock; the table's Airflow asset
+(its URI, its page in the UI and its recent asset events from the metadata DB), the
+partitions marked done (``_SUCCESS`` / done-partition records) and the off-peak compaction
+window with the sorted-run triggers. Nothing secret is in it: the
 lock database is described by dialect and connection id, never by URL.
 """
 
@@ -80,14 +85,47 @@ def last_task_run(dag_id: str, task_id: str) -> dict[str, Any] | None:
         return None
 
 
+def asset_events(uri: str, limit: int = 5) -> dict[str, Any]:
+    """The asset of ``uri`` in the Airflow metadata DB (API server side): its id, the UI page
+    and its latest events (newest first), or ``{"id": None}`` when Airflow has not seen it."""
+    try:
+        from airflow.models.asset import AssetEvent, AssetModel
+        from airflow.utils.session import create_session
+        from sqlalchemy import select
+
+        with create_session() as session:
+            asset = session.scalars(select(AssetModel).where(AssetModel.uri == uri)).first()
+            if asset is None:
+                return {"id": None, "events": []}
+            rows = session.scalars(
+                select(AssetEvent).where(AssetEvent.asset_id == asset.id)
+                .order_by(AssetEvent.timestamp.desc()).limit(limit)).all()
+            events = [{"id": e.id, "time": e.timestamp.isoformat(timespec="seconds"),
+                       "dag_id": e.source_dag_id, "task_id": e.source_task_id,
+                       "run_id": e.source_run_id, "extra": _event_summary(e.extra or {})}
+                      for e in rows]
+            return {"id": asset.id, "url": f"/assets/{asset.id}", "events": events}
+    except Exception:  # no metadata DB in this process (tests of the bare app)
+        log.debug("cannot read asset events", exc_info=True)
+        return {"id": None, "events": [], "unavailable": True}
+
+
+def _event_summary(extra: dict[str, Any]) -> dict[str, Any]:
+    keys = ("commit_kind", "snapshot_ids", "rows", "partitions", "partitions_done", "job")
+    return {k: extra.get(k) for k in keys if k in extra}
+
+
 def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
                   lock: LockTarget | None) -> dict[str, Any]:
-    from lake_airflow.tables import compaction_preview, get_table
+    from lake_airflow.assets import table_uri
+    from lake_airflow.changes import partition_marks
+    from lake_airflow.tables import compaction_preview, compaction_window, get_table
     from lakecore.maintenance import list_tags
     from lakecore.maintenance.inspect import inspect_table
 
+    uri = table_uri(cfg.warehouse, spec.name)
     out: dict[str, Any] = {"name": spec.name, "description": spec.description,
-                           "slug": spec.slug}
+                           "slug": spec.slug, "asset": {"uri": scrub(uri), **asset_events(uri)}}
     table = get_table(catalog, spec.name)
     if table is None:
         out["exists"] = False
@@ -109,6 +147,8 @@ def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
         latest_snapshot=r["latest_snapshot"], earliest_snapshot=r["earliest_snapshot"],
         snapshots=snaps,
         buckets=buckets,
+        dynamic_buckets=(r.get("hash_index") or []) if r["bucket"] == -1 and r["primary_keys"]
+        else [],
         level0_backlog=r["level0_files_pending"],
         max_size_amplification_percent=max(amps) if amps else None,
         total_files=r["total_files"], total_rows_in_files=r["total_rows_in_files"],
@@ -118,6 +158,12 @@ def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
         last_expiry=last_task_run("lakecore_maintenance", f"{spec.slug}.expire_snapshots"),
         compaction_preview=compaction_preview(table, None, full=False),
         tags=[t.to_dict() for t in list_tags(table)],
+        done_partitions=partition_marks(table)[:20],
+        mark_done_actions=[a.value for a in table.options.partition_mark_done_actions]
+        if table.options.partition_end_input_to_done else [],
+        offpeak={**compaction_window(table).to_dict(),
+                 "now_hour": datetime.now().hour,
+                 "in_window_now": compaction_window(table).contains(datetime.now().hour)},
     )
     if lock is not None:
         try:
