@@ -4,7 +4,10 @@ Both are a diff of two keyed states of one bucket. ``lookup``: for the keys of t
 files a compaction lifts, the state before = the merge of levels >= 1, after = the merge of
 every level. ``full-compaction``: before = the max level before a full compaction, after = its
 output. Keys only before -> -D; only after -> +I; in both -> -U (before) and +U (after),
-skipped when equal under ``changelog-producer.row-deduplicate``. Columnar throughout: merged
+skipped when equal under ``changelog-producer.row-deduplicate``. A first-row table only ever
+gives +I, for keys no level >= 1 holds (Paimon's ``FirstRowMergeFunctionWrapper``). Both states
+merge their files in ``merge/order.py``'s order, so equal sequence numbers have the winner that
+reads and compaction give them. Columnar throughout: merged
 reads, a hash join on the key columns, vectorized masks.
 """
 
@@ -23,7 +26,9 @@ from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.io.data_file_reader import read_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.specs import file_writer_spec, merge_spec_for
+from lakecore.merge.order import merge_order
 from lakecore.merge.runs import merge_runs
+from lakecore.options import MergeEngine
 from lakecore.store.file_store import FileStore
 
 _ROW = "__lakecore_row"
@@ -43,6 +48,7 @@ class ChangelogMaker:
         self.spec = merge_spec_for(table)
         self.file_spec = file_writer_spec(table)
         self.dedupe = table.options.changelog_producer_row_deduplicate
+        self.first_row = self.spec.engine is MergeEngine.FIRST_ROW
 
     def state(self, files: Sequence[DataFileMeta], keys: pa.Table | None = None) -> pa.Table:
         """The merged live rows (KV layout) of ``files``, optionally only for ``keys``."""
@@ -50,7 +56,7 @@ class ChangelogMaker:
         if not files:
             return schema.empty_table()
         runs = []
-        for f in sorted(files, key=lambda f: f.max_sequence_number):
+        for f in merge_order(files, self.first_row):  # equal sequence numbers: Paimon's winner
             t = read_data_file(self.table, self.partition, self.bucket, f, self.columns)
             t = apply_vector(t, self.vectors.get(f.file_name))
             if keys is not None:
@@ -76,7 +82,12 @@ class ChangelogMaker:
         both = pc.and_(pc.is_valid(bi), pc.is_valid(ai))
         only_b = pc.and_(pc.is_valid(bi), pc.is_null(ai))
         only_a = pc.and_(pc.is_null(bi), pc.is_valid(ai))
-        if self.dedupe:
+        if self.first_row:
+            # Paimon's FirstRowMergeFunctionWrapper: a key already held by a level >= 1 keeps
+            # its first row, so nothing changed; only a key new to the table gives +I
+            pairs = j.slice(0, 0)
+            only_b = pa.array(np.zeros(j.num_rows, dtype=bool))
+        elif self.dedupe:
             pairs = j.filter(both)
             same = self._equal_rows(before.take(pairs[_ROW + "_b"]), after.take(pairs[_ROW + "_a"]))
             pairs = pairs.filter(pc.invert(same))

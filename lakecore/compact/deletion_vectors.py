@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from lakecore.compact.lookup import sorted_unique
 from lakecore.format.deletion_vector import encode_deletion_vectors, index_file_meta
 from lakecore.format.index_manifest import DELETION_VECTORS_INDEX, IndexFileMeta
 from lakecore.read.deletion_vectors import (
@@ -72,8 +73,12 @@ class BucketVectors:
             if positions.size == 0:
                 continue
             old = self.vectors.get(name)
-            new = positions.astype(np.uint64) if old is None else np.union1d(old, positions)
-            self.vectors[name] = np.unique(new).astype(np.uint64)
+            new = positions.astype(np.uint64)
+            if old is not None and old.size:
+                new = np.concatenate([old.astype(np.uint64), new])
+            if new.size > 1 and not bool(np.all(new[1:] > new[:-1])):
+                new = sorted_unique(np.sort(new))  # np.unique hashes: slower than a sort
+            self.vectors[name] = new
             self.changed = True
 
     def write(self, table: FileStore, partition: Sequence[Any], bucket: int

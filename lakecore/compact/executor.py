@@ -9,17 +9,18 @@ from typing import Any
 from lakecore.compact.changelog import ChangelogMaker
 from lakecore.compact.deletion_vectors import BucketVectors
 from lakecore.compact.keys import KeyOrder
-from lakecore.compact.levels import Levels
-from lakecore.compact.planner import plan_compaction
+from lakecore.compact.levels import Levels, SortedRun
+from lakecore.compact.planner import CompactTaskPlan, plan_compaction
 from lakecore.compact.rewrite_plan import Rewrite, Upgrade
 from lakecore.compact.rewriter import MergeTreeRewriter
+from lakecore.compact.ties import tied_level0_rows
 from lakecore.compact.unit import CompactResult, CompactUnit
 from lakecore.compact.universal import CompactStrategy, create_compact_strategy, needs_lookup
 from lakecore.format.manifest import DataFileMeta, FileSource
 from lakecore.io.data_file_reader import iter_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.schema_mapping import check_rewritable
-from lakecore.io.specs import file_writer_spec
+from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
 from lakecore.utils.faults import CrashStep, maybe_crash
@@ -75,7 +76,8 @@ class BucketCompactor:
                 )
                 if task is None:
                     break
-                step_result = self._execute(task.plan.steps)
+                steps, dropped = self._drop_tied_level0(task)
+                step_result = self._execute(steps, dropped)
                 step_result = self._with_changelog(task.unit, step_result, created)
                 created.update(f.file_name for f in step_result.after
                                if f.file_source is FileSource.COMPACT
@@ -88,6 +90,28 @@ class BucketCompactor:
             self._delete([f for f in result.after if f.file_name in created])
             raise
         return result
+
+    def _drop_tied_level0(self, task: CompactTaskPlan
+                          ) -> tuple[Sequence[Rewrite | Upgrade], dict[str, Any] | None]:
+        """The task's steps, and the level-0 rows they must drop (``ties.py``): those files
+        are rewritten, not upgraded."""
+        unit = task.unit
+        l0 = [f for f in unit.files if f.level == 0]
+        in_unit = {f.file_name for f in unit.files}
+        above = [f for f in self.levels.all_files() if f.level > 0 and f.file_name not in in_unit]
+        if not l0 or not above:
+            return task.plan.steps, None
+        spec = merge_spec_for(self.table)
+        dropped = tied_level0_rows(self.table, self.partition, self.bucket, l0, above,
+                                   spec.engine, spec.sequence_fields)
+        if not dropped:
+            return task.plan.steps, None
+        steps: list[Rewrite | Upgrade] = [
+            Rewrite(((SortedRun.from_single(s.file),),), s.new_level, task.drop_delete)
+            if isinstance(s, Upgrade) and s.file.file_name in dropped else s
+            for s in task.plan.steps
+        ]
+        return steps, dropped
 
     def _with_changelog(self, unit: CompactUnit, result: CompactResult,
                         created: set[str], vectors: Mapping[str, Any] | None = None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from lakecore.compact.keys import KeyOrder, KeySpec
 from lakecore.format.manifest import DataFileMeta
+from lakecore.merge.order import level0_order  # Paimon's level-0 order (newest first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,19 +73,6 @@ class LevelSortedRun:
 
     level: int
     run: SortedRun
-
-
-def level0_order(file: DataFileMeta) -> tuple[int, int, int, str]:
-    """Newest first, as Paimon's level-0 TreeSet: larger max sequence number first, then (for
-    files from concurrent writers that share it) smaller min sequence number, earlier creation
-    time (unknown first), and file name, so the order never depends on input order."""
-    created = file.creation_time_millis
-    return (
-        -file.max_sequence_number,
-        file.min_sequence_number,
-        -(2**63) if created is None else created,
-        file.file_name,
-    )
 
 
 class Levels:

@@ -6,9 +6,11 @@ in that file's deletion vector instead of rewriting the file. With merge engines
 versions (partial-update, aggregation, or a ``sequence.field``) the old row is also merged into
 the new one first, so it is read back and handed to the merge as the oldest run.
 
-Everything here is columnar: the key columns of the higher-level files are read once (with
-their vectors applied), new keys are matched with a pyarrow hash join, and the matched rows
-become per-file position arrays.
+Everything here is columnar. ``superseded`` reads only the key and ``_VALUE_KIND`` columns
+of each higher-level file and finds the new keys in them (binary search of a sorted integer
+key, a hash lookup otherwise), narrowed to live rows by kind and vector: per-file position
+arrays, the form vectors take. ``live_keys`` (every live key of some files, with file and
+position) serves the check for a key live twice.
 """
 
 from __future__ import annotations
@@ -74,6 +76,90 @@ def live_keys(table: FileStore, partition: Sequence[Any], bucket: int,
     return pa.concat_tables(parts)
 
 
+def sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``a`` (sorted) without repeats: linear, unlike ``np.unique``, which sorts or hashes."""
+    if a.size < 2:
+        return a
+    keep = np.empty(a.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(a[1:], a[:-1], out=keep[1:])
+    return a[keep]
+
+
+def level0_keys(table: FileStore, partition: Sequence[Any], bucket: int,
+                files: Sequence[DataFileMeta]) -> pa.Table:
+    """The key columns of every row of ``files`` (all row kinds: a -D supersedes too);
+    a key may repeat (the lookup only tests membership)."""
+    keys = key_columns(table)
+    parts = [read_data_file(table, partition, bucket, f, keys) for f in files]
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def superseded(table: FileStore, partition: Sequence[Any], bucket: int,
+               files: Sequence[DataFileMeta], vectors: Mapping[str, np.ndarray],
+               new_keys: pa.Table) -> dict[str, np.ndarray]:
+    """Sorted positions, per file name of ``files``, of the live (+I/+U, not deleted) rows
+    whose key is among ``new_keys``: the rows a compaction that lifts those keys supersedes.
+
+    One file at a time, reading only its key and ``_VALUE_KIND`` columns. A single integer
+    key is found by binary search of the sorted new keys in the file's keys (a data file is
+    sorted by key; checked, strictly increasing), otherwise by a hash lookup (``is_in`` for
+    one key column, a semi join for several); the hits are then narrowed by kind and vector."""
+    keys = key_columns(table)
+    out: dict[str, np.ndarray] = {}
+    if new_keys.num_rows == 0:
+        return out
+    probe = _KeyProbe(new_keys.select(keys))
+    for f in files:
+        t = read_data_file(table, partition, bucket, f, keys + [VALUE_KIND])
+        n = t.num_rows
+        if n == 0:
+            continue
+        positions = probe.positions(t.select(keys))
+        if positions.size == 0:
+            continue
+        kinds = t.column(VALUE_KIND).to_numpy()
+        positions = positions[(kinds[positions] == 0) | (kinds[positions] == 2)]  # +I, +U
+        v = vectors.get(f.file_name)
+        if v is not None and v.size and positions.size:
+            deleted = ~deletion_mask(v, n, data_file_path(table, partition, bucket, f))
+            positions = positions[~deleted[positions]]
+        if positions.size:
+            out[f.file_name] = positions.astype(np.uint64)
+    return out
+
+
+class _KeyProbe:
+    """Finds the rows of a file whose key is among a fixed set of keys (see ``superseded``)."""
+
+    def __init__(self, keys: pa.Table) -> None:
+        self.names = keys.column_names
+        self.keys = keys
+        self.sorted: np.ndarray | None = None
+        if len(self.names) == 1 and pa.types.is_integer(keys.schema.field(0).type):
+            self.sorted = np.sort(keys.column(0).to_numpy())
+        self.value_set = keys.column(0).combine_chunks() if len(self.names) == 1 else None
+
+    def positions(self, t: pa.Table) -> np.ndarray:
+        """Sorted row positions of ``t`` (the file's key columns) holding one of the keys."""
+        n = t.num_rows
+        if self.sorted is not None:
+            col = t.column(0).to_numpy()
+            if n < 2 or bool(np.all(col[1:] > col[:-1])):
+                at = np.searchsorted(col, self.sorted)
+                ok = at < n
+                at = at[ok]
+                at = at[col[at] == self.sorted[ok]]
+                return sorted_unique(at.astype(np.int64))
+        if self.value_set is not None:
+            column = t.column(0)
+            hit = pc.is_in(column, value_set=self.value_set.cast(column.type))
+            return np.flatnonzero(np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool))
+        probe = t.append_column(POS_COLUMN, pa.array(np.arange(n, dtype=np.int64)))
+        hits = probe.join(self.keys.cast(t.schema), keys=self.names, join_type="left semi")
+        return np.sort(hits.column(POS_COLUMN).to_numpy())
+
+
 def _empty(table: FileStore) -> pa.Table:
     cols = key_columns(table)
     rt = table.schema.row_type
@@ -89,22 +175,6 @@ def has_duplicate_keys(live: pa.Table, keys: Sequence[str]) -> bool:
         return False
     distinct = live.select(list(keys)).group_by(list(keys)).aggregate([])
     return bool(distinct.num_rows < live.num_rows)
-
-
-def distinct_keys(table: FileStore, partition: Sequence[Any], bucket: int,
-                  files: Sequence[DataFileMeta]) -> pa.Table:
-    """Every key of ``files`` once (all row kinds: a -D supersedes too)."""
-    keys = key_columns(table)
-    parts = [read_data_file(table, partition, bucket, f, keys) for f in files]
-    return pa.concat_tables(parts).group_by(keys).aggregate([])
-
-
-def matches(live: pa.Table, new_keys: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """Rows of ``live`` whose key is among ``new_keys`` (a hash semi join)."""
-    if live.num_rows == 0 or new_keys.num_rows == 0:
-        return live.slice(0, 0)
-    return live.join(new_keys.cast(live.select(list(keys)).schema), keys=list(keys),
-                     join_type="left semi")
 
 
 def positions_by_file(hits: pa.Table, files: Sequence[DataFileMeta]) -> dict[str, np.ndarray]:

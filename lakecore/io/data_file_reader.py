@@ -1,6 +1,8 @@
 """Reading one data file through FileIO: whole or in bounded chunks, with missing columns
 filled the way Paimon readers do (``_KEY_*`` from the value columns, absent columns as null).
-A file written under another schema version is read through ``schema_mapping`` (by field id)."""
+A file written under another schema version is read through ``schema_mapping`` (by field id).
+``retraction_free``: whether a key-value file provably holds no -U/-D rows, from its Parquet
+footer statistics (the ``_VALUE_KIND`` column itself only when they cannot tell)."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptFileError
-from lakecore.format.kv import KEY_PREFIX
+from lakecore.format.kv import KEY_PREFIX, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.formats import PARQUET, conform_chunk, format_of, iter_foreign, read_schema
 from lakecore.io.schema_mapping import file_table, mapping_for
@@ -110,3 +113,49 @@ def iter_sorted_run(table: FileStore, partition: Sequence[Any], bucket: int,
     """Chunks of a sorted run: its files are non-overlapping and in key order."""
     for f in files:
         yield from iter_data_file(table, partition, bucket, f, columns, chunk_rows)
+
+
+_INSERT, _UPDATE_AFTER = 0, 2  # RowKind +I, +U: the only kinds that are not retractions
+
+
+def _kinds_from_footer(md: pq.FileMetaData, column: int) -> bool | None:
+    """True: every row group's ``_VALUE_KIND`` statistics show +I only (max 0) or +U only (min
+    = max = 2); False: some row group shows a retraction (a min or max of 1 or 3); None: the
+    statistics cannot tell (missing, or +I and +U both present: 1 may lie between them)."""
+    verdict: bool | None = True
+    for i in range(md.num_row_groups):
+        rg = md.row_group(i)
+        if rg.num_rows == 0:
+            continue
+        st = rg.column(column).statistics
+        if st is None or not st.has_min_max:
+            return None
+        lo, hi = st.min, st.max
+        if lo in (1, 3) or hi in (1, 3):
+            return False
+        if not (hi == _INSERT or lo == hi == _UPDATE_AFTER):
+            verdict = None
+    return verdict
+
+
+def retraction_free(table: FileStore, partition: Sequence[Any], bucket: int,
+                    f: DataFileMeta) -> bool:
+    """Whether the key-value file ``f`` provably holds only +I/+U rows. ``delete_row_count``
+    alone is not trusted (pypaimon 2.1 records 0 for files holding -D rows): the Parquet footer
+    statistics of ``_VALUE_KIND`` decide, and when they cannot (no statistics, or both +I and
+    +U present) the column itself is read. Other formats: the column is read."""
+    path = data_file_path(table, partition, bucket, f)
+    if format_of(path) == PARQUET:
+        try:
+            with table.file_io.open_input_file(path) as src:
+                md = pq.ParquetFile(src).metadata
+        except (OSError, pa.ArrowInvalid) as e:
+            raise CorruptFileError(path, f"cannot read data file footer: {e}") from e
+        names = [md.schema.column(i).path for i in range(md.num_columns)]
+        if VALUE_KIND in names:
+            verdict = _kinds_from_footer(md, names.index(VALUE_KIND))
+            if verdict is not None:
+                return verdict
+    kinds = read_data_file(table, partition, bucket, f, [VALUE_KIND]).column(VALUE_KIND)
+    live = pc.is_in(kinds, pa.array([_INSERT, _UPDATE_AFTER], kinds.type))
+    return kinds.null_count == 0 and pc.sum(live).as_py() in (None, len(kinds))

@@ -19,7 +19,9 @@ from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIN
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.data_file_reader import data_file_path, read_data_file
 from lakecore.io.specs import merge_spec_for
+from lakecore.merge.order import merge_order
 from lakecore.merge.runs import merge_runs
+from lakecore.options import MergeEngine
 from lakecore.read.deletion_vectors import read_vectors
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
@@ -112,8 +114,9 @@ class SplitRead:
                 live = pc.is_in(t.column(VALUE_KIND), pa.array([0, 2], pa.int8()))
                 yield self._finish(t.filter(live))
                 continue
-            ordered = sorted(section, key=lambda f: f.max_sequence_number)
-            runs = [[self._read_file(split, f, cols)] for f in ordered]
+            # run order breaks equal sequence numbers Paimon's way (merge/order.py)
+            first_row = self.merge_spec.engine is MergeEngine.FIRST_ROW
+            runs = [[self._read_file(split, f, cols)] for f in merge_order(section, first_row)]
             # a batch read needs every live row once, not key order
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
                                     columns=self.read_names, ordered=False):

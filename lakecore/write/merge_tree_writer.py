@@ -3,8 +3,11 @@
 Records get sequence numbers continuing from the bucket's max, collect in a sort buffer,
 and are spilled as sorted, merged runs to local disk when the shared write budget is
 exceeded (``write-buffer-spillable``). ``prepare_commit`` merges the runs and writes level-0
-files rolled at ``target-file-size``; with ``changelog-producer = input`` the raw input
-records also go to changelog files.
+files rolled at ``target-file-size``. With ``changelog-producer = input`` every buffer that is
+spilled or flushed also writes its raw records (nothing merged) to changelog files of its own,
+sorted like the data (key, sequence fields, sequence number), so each changelog file is in
+key order and its min/max keys are right (Paimon's ``MergeTreeWriter.flushWriteBuffer`` feeds
+the changelog writer from the same sorted buffer).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from lakecore.format.kv import to_kv
 from lakecore.format.manifest import FileSource
 from lakecore.io.data_file_writer import FileWriterSpec, RollingFileWriter
 from lakecore.merge.fast import sort_and_merge
+from lakecore.merge.functions import merge_sorted
 from lakecore.merge.runs import merge_runs
+from lakecore.merge.sort import sort_kv
 from lakecore.merge.spec import MergeSpec
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import PathFactory
@@ -68,7 +73,7 @@ class MergeTreeWriter:
         self._bytes = 0
         self._spills: list[str] = []
         self.spill_count = 0
-        self._changelog: RollingFileWriter | None = None
+        self._changelog: list[RollingFileWriter] = []  # closed, one per spill or flush
         self._data_writers: list[RollingFileWriter] = []
         self.compactor = compactor  # None for write-only writers
 
@@ -81,10 +86,6 @@ class MergeTreeWriter:
         self.next_sequence += rows.num_rows
         self._chunks.append(kv)
         self._bytes += kv.nbytes
-        if self.changelog_input:
-            if self._changelog is None:
-                self._changelog = self._new_writer(changelog=True)
-            self._changelog.write(kv)
 
     def _new_writer(self, changelog: bool = False) -> RollingFileWriter:
         return RollingFileWriter(
@@ -99,8 +100,21 @@ class MergeTreeWriter:
         )
 
     def _sorted_buffer(self) -> pa.Table:
+        """The buffer sorted and merged; with the input producer its raw records, sorted
+        the same way, go to a changelog file first (one sort serves both)."""
         table = pa.concat_tables(self._chunks) if len(self._chunks) > 1 else self._chunks[0]
-        return sort_and_merge(table, self.merge_spec, drop_retracts=False)
+        if not self.changelog_input:
+            return sort_and_merge(table, self.merge_spec, drop_retracts=False)
+        records = sort_kv(table, self.merge_spec)
+        w = self._new_writer(changelog=True)
+        try:
+            w.write(records)
+            w.close()
+        except BaseException:
+            w.abort()
+            raise
+        self._changelog.append(w)
+        return merge_sorted(records, self.merge_spec, drop_retracts=False)
 
     def spill_or_flush(self) -> None:
         """Free the buffer: spill a sorted run to local disk, or flush a level-0 file."""
@@ -141,7 +155,7 @@ class MergeTreeWriter:
             self._data_writers.append(w)
         self._release_buffers()
         new_files = tuple(f for w in self._data_writers for f in w.results)
-        changelog = tuple(self._changelog.close()) if self._changelog else ()
+        changelog = tuple(f for w in self._changelog for f in w.results)
         before: tuple = ()
         after: tuple = ()
         compact_log: tuple = ()
@@ -155,7 +169,7 @@ class MergeTreeWriter:
                 raise
             before, after, compact_log = result.before, result.after, result.changelog
             index_new, index_old = result.index_after, result.index_before
-        self._data_writers, self._changelog = [], None
+        self._data_writers, self._changelog = [], []
         return CommitMessage(
             partition=self.partition,
             bucket=self.bucket,
@@ -180,8 +194,6 @@ class MergeTreeWriter:
 
     def abort(self) -> None:
         self._release_buffers()
-        for w in self._data_writers:
+        for w in self._data_writers + self._changelog:
             w.abort()
-        if self._changelog is not None:
-            self._changelog.abort()
-        self._data_writers, self._changelog = [], None
+        self._data_writers, self._changelog = [], []

@@ -136,3 +136,42 @@ def test_lake_tables_page_shows_buckets_per_partition(tmp_path: Path) -> None:
     page = client.get("/", headers={"Authorization": "Bearer good-token"}).text
     assert "Dynamic buckets" in page
     assert "<td>dt=2026-11-01</td><td>3</td><td>10</td><td>0: 4, 1: 4, 2: 2</td>" in page
+
+
+def test_lake_tables_page_shows_deleted_rows_per_bucket(tmp_path: Path) -> None:
+    """A deletion-vector table: after an update of 1 of 10 keys and a compaction, the page
+    shows per bucket the rows its vectors delete and the ratio (issue 13, item 4). (Under
+    compaction.delete-ratio-threshold, 0.2, the file keeps its vector instead of a rewrite.)"""
+    cfg = parse_config(tables_file(tmp_path, {
+        "name": "shop.visits",
+        "columns": [{"name": "dt", "type": "STRING NOT NULL"},
+                    {"name": "id", "type": "BIGINT NOT NULL"},
+                    {"name": "v", "type": "STRING"}],
+        "primary_key": ["dt", "id"], "partition_keys": ["dt"], "date_partition": "dt",
+        "options": {"bucket": "1", "deletion-vectors.enabled": "true"},
+        "source": {"path": str(tmp_path / "landing" / "visits" / "dt={date}")},
+    }), "t.yaml", {"LAKECORE_WAREHOUSE": str(tmp_path / "wh"),
+                   "LAKECORE_LANDING": str(tmp_path / "landing")})
+    lock = LockTarget(f"sqlite:///{tmp_path / 'locks.db'}", "lakecore_lock", "connection")
+    ensure_lock_table(lock)
+    catalog = open_catalog(cfg, lock)
+    for spec in cfg.tables:
+        ensure_table(catalog, spec)
+    visits = catalog.get_table("shop.visits")
+    for ids, v in ((list(range(10)), "a"), ([5], "b")):
+        wb = visits.new_batch_write_builder()
+        w = wb.new_write()
+        w.write_arrow(pa.table({"dt": ["2026-11-01"] * len(ids),
+                                "id": pa.array(ids, pa.int64()), "v": [v] * len(ids)}))
+        wb.new_commit().commit(w.prepare_commit())  # a writer compacts level 0 at each commit
+        w.close()
+    catalog.close()
+
+    report = health_report(cfg, lock_resolver=lambda _: lock)
+    t = next(t for t in report["tables"] if t["name"] == "shop.visits")
+    assert [(b["partition"], b["bucket"], b["deleted_rows"], b["rows"]) for b in
+            t["deletion_vectors"]] == [("dt=2026-11-01", 0, 1, 10)]
+    page = TestClient(create_app(fake_login, lambda: report)).get(
+        "/", headers={"Authorization": "Bearer good-token"}).text
+    assert "Deletion vectors (deleted rows per bucket)" in page
+    assert "<td>dt=2026-11-01</td><td>0</td><td>1</td><td>1</td><td>10</td><td>10.0%</td>" in page

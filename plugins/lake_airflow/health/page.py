@@ -80,6 +80,7 @@ def render_table(t: dict[str, Any]) -> str:
                  b["sorted_runs"], b["level0_files"], b["size_amplification_percent"]]
                 for b in t["buckets"]]),
         *_dynamic_buckets(t.get("dynamic_buckets") or []),
+        *_deletion_vectors(t.get("deletion_vectors") or []),
         *_asset(t.get("asset") or {}),
         *_offpeak(t.get("offpeak")),
         *_done(t.get("done_partitions") or [], t.get("mark_done_actions") or []),
@@ -161,6 +162,19 @@ def _dynamic_buckets(parts: list[dict[str, Any]]) -> list[str]:
                    [[p["partition"] or "(unpartitioned)", p["buckets"], p["keys"],
                      ", ".join(f"{b}: {n}" for b, n in p["rows_per_bucket"].items())]
                     for p in parts])]
+
+
+def _deletion_vectors(buckets: list[dict[str, Any]]) -> list[str]:
+    """A deletion-vector table's deleted rows per bucket (from its vectors' cardinalities)."""
+    if not buckets:
+        return []
+    return ["<h3>Deletion vectors (deleted rows per bucket)</h3>",
+            _table(["partition", "bucket", "files with vectors", "deleted rows", "rows",
+                    "deleted ratio"],
+                   [[b["partition"] or "(unpartitioned)", b["bucket"], b["files_with_vectors"],
+                     b["deleted_rows"], b["rows"],
+                     "-" if b["deleted_ratio"] is None else f"{b['deleted_ratio']:.1%}"]
+                    for b in buckets])]
 
 
 def _catalog_options(report: dict[str, Any]) -> str:

@@ -56,7 +56,7 @@ def lock_holder(lock: LockTarget, spec: TableSpec) -> dict[str, Any]:
         sql_lock.close()
     if holder is None:
         return {"state": "free", "database": lock.describe()}
-    return {"state": "stale" if holder.stale else "held", "owner": holder.owner,
+    return {"state": "stale" if holder.stale else "held", "owner": holder.who,
             "since": holder.acquired_at.isoformat(timespec="seconds"),
             "expires": holder.expires_at.isoformat(timespec="seconds"),
             "database": lock.describe()}
@@ -149,6 +149,7 @@ def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
         buckets=buckets,
         dynamic_buckets=(r.get("hash_index") or []) if r["bucket"] == -1 and r["primary_keys"]
         else [],
+        deletion_vectors=r.get("deletion_vectors") or [],
         level0_backlog=r["level0_files_pending"],
         max_size_amplification_percent=max(amps) if amps else None,
         total_files=r["total_files"], total_rows_in_files=r["total_rows_in_files"],
