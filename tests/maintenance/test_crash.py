@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -175,15 +176,25 @@ import sys, os
 from datetime import datetime, timedelta
 from lakecore import CatalogFactory
 from lakecore.maintenance import ExpireConfig, expire_snapshots
-warehouse, stop = sys.argv[1], sys.argv[2]
+warehouse, stop, ready = sys.argv[1], sys.argv[2], sys.argv[3]
 table = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
 cfg = ExpireConfig(3, 3, timedelta(0), 1000)
 runs = 0
-while not os.path.exists(stop):
+open(ready, "w").close()  # imports done: the writer starts now
+while True:  # at least one run, however fast the writer was
     expire_snapshots(table, dry_run=False, now=datetime.now() + timedelta(days=1), config=cfg)
     runs += 1
+    if os.path.exists(stop):
+        break
 print(runs)
 """
+
+
+def _wait_for(paths, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not all(p.exists() for p in paths):
+        assert time.monotonic() < deadline, f"expirers not started: {paths}"
+        time.sleep(0.05)
 
 
 @pytest.mark.slow
@@ -191,11 +202,13 @@ def test_two_concurrent_expirers_beside_a_writer(tmp_path):
     t = pk_table(tmp_path)
     write(t, rows([0], "a", 0))
     stop = tmp_path / "stop"
-    procs = [subprocess.Popen([sys.executable, "-c", LOOPER, str(tmp_path), str(stop)],
+    ready = [tmp_path / f"ready-{i}" for i in range(2)]
+    procs = [subprocess.Popen([sys.executable, "-c", LOOPER, str(tmp_path), str(stop), str(r)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(2)]
+             for r in ready]
     expected = {}
     try:
+        _wait_for(ready)  # both expirers run beside the writer's commits
         for i in range(30):
             if i % 7 == 6:
                 full_compact(t)
