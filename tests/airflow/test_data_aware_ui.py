@@ -7,11 +7,7 @@ opens Airflow's own page of the asset."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +23,7 @@ from lake_airflow.tables import ensure_table, open_catalog
 
 from lakecore.store.partition_done import mark_partition_done
 from tests.airflow.conftest import REPO, airflow_cli
-from tests.airflow.test_ui import CHROMIUM, PASSWORD, Server, free_port
+from tests.airflow.test_ui import CHROMIUM, PASSWORD, Server, api_server
 
 pytestmark = pytest.mark.slow
 
@@ -60,24 +56,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
     seed_orders(tmp / "wh")
     airflow_cli(env, "db", "migrate")
     airflow_cli(env, "dags", "reserialize")  # registers the tables' assets
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with open(tmp / "api-server.log", "w") as log:
-        proc = subprocess.Popen([str(Path(env["PATH"].split(os.pathsep)[0]) / "airflow"),
-                                 "api-server", "--host", "127.0.0.1", "--port", str(port)],
-                                env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if requests.get(url + "/api/v2/monitor/health", timeout=5).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert proc.poll() is None, (tmp / "api-server.log").read_text()[-5000:]
-            assert time.monotonic() < deadline, "api-server did not start in 120 s"
-            time.sleep(1)
+    with api_server(env, tmp) as url:
         r = requests.post(url + "/auth/token", json={"username": "admin", "password": PASSWORD},
                           timeout=30)
         assert r.status_code in (200, 201), r.text
@@ -92,13 +71,6 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
             "partitions_done": ["dt=2026-11-01"], "job": "ingest"}})
         assert ev.status_code == 200, ev.text
         yield s, asset
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -7,22 +7,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
-import requests
 import yaml
 from lake_airflow.demo import airflow_env
 
 from tests.airflow.conftest import airflow_cli
 from tests.airflow.test_dynamic_bucket_tables import tables_file
-from tests.airflow.test_ui import CHROMIUM, PASSWORD, free_port
+from tests.airflow.test_ui import CHROMIUM, PASSWORD, api_server
 
 pytestmark = pytest.mark.slow
 
@@ -71,24 +67,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     })
     seed(cfg_path, tmp / "wh", home)
     airflow_cli(env, "db", "migrate")
-    port = free_port()
-    log = open(tmp / "api-server.log", "w")
-    proc = subprocess.Popen([str(Path(env["PATH"].split(os.pathsep)[0]) / "airflow"),
-                             "api-server", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if requests.get(url + "/api/v2/monitor/health", timeout=5).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert proc.poll() is None, (tmp / "api-server.log").read_text()[-5000:]
-            assert time.monotonic() < deadline, "api-server did not start in 120 s"
-            time.sleep(1)
+    with api_server(env, tmp) as url:
         with playwright.sync_playwright() as p:
             b = p.chromium.launch(executable_path=CHROMIUM, args=[
                 "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -103,14 +82,6 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             pg.get_by_role("button", name="Browse").wait_for()
             yield pg
             b.close()
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        log.close()
 
 
 def test_lake_tables_page_shows_dynamic_buckets(page: Any) -> None:

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,38 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextmanager
+def api_server(env: dict[str, str], tmp: Path) -> Iterator[str]:
+    """``airflow api-server`` on a free port (log in ``tmp/api-server.log``), healthy within
+    120 s; yields its URL and stops it (process group) on exit."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(tmp / "api-server.log", "w") as log:
+        proc = subprocess.Popen([str(Path(env["PATH"].split(os.pathsep)[0]) / "airflow"),
+                                 "api-server", "--host", "127.0.0.1", "--port", str(port)],
+                                env=env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        try:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if requests.get(url + "/api/v2/monitor/health", timeout=5).ok:
+                        break
+                except requests.ConnectionError:
+                    pass
+                assert proc.poll() is None, (tmp / "api-server.log").read_text()[-5000:]
+                assert time.monotonic() < deadline, "api-server did not start in 120 s"
+                time.sleep(1)
+            yield url
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=30)
 
 
 def seed_warehouse(warehouse: Path, home: Path) -> None:
@@ -85,36 +118,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     seed_warehouse(tmp / "wh", home)
     airflow_cli(env, "db", "migrate")
     airflow_cli(env, "dags", "reserialize")  # the api-server does not parse DAGs
-    port = free_port()
-    log = open(tmp / "api-server.log", "w")
-    proc = subprocess.Popen([str(Path(env["PATH"].split(os.pathsep)[0]) / "airflow"),
-                             "api-server", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if requests.get(url + "/api/v2/monitor/health", timeout=5).ok:
-                    break
-            except requests.ConnectionError:
-                pass
-            assert proc.poll() is None, (tmp / "api-server.log").read_text()[-5000:]
-            assert time.monotonic() < deadline, "api-server did not start in 120 s"
-            time.sleep(1)
+    with api_server(env, tmp) as url:
         r = requests.post(url + "/auth/token", json={"username": "admin", "password": PASSWORD},
                           timeout=30)
         assert r.status_code in (200, 201), r.text
         yield Server(url, r.json()["access_token"], tmp)
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
-        log.close()
 
 
 def test_health_routes_refuse_anonymous(server: Server) -> None:
