@@ -102,6 +102,23 @@ def check_merged(result: pa.Table, base: pa.Table, upsert: pa.Table) -> str:
     return f"ok: {result.num_rows} rows, {upsert.num_rows} upserted values verified"
 
 
+def commit_arrow(table: Any, data: pa.Table) -> None:
+    """One batch commit of ``data`` into a lakecore ``table`` (its write closed either way)."""
+    builder = table.new_batch_write_builder()
+    write = builder.new_write()
+    try:
+        write.write_arrow(data)
+        builder.new_commit().commit(write.prepare_commit())
+    finally:
+        write.close()
+
+
+def read_all(catalog: Any, name: str) -> pa.Table:
+    """A full read of the lakecore table ``name`` of ``catalog``."""
+    builder = catalog.get_table(name).new_read_builder()
+    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
+
+
 def write_ipc(path: str, table: pa.Table) -> None:
     with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
         writer.write_table(table)

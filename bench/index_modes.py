@@ -42,7 +42,6 @@ import traceback
 from importlib.metadata import version
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -53,6 +52,7 @@ from _common import (  # noqa: E402
     Result,
     check_merged,
     child_args,
+    commit_arrow,
     commit_slices,
     data_args,
     failures,
@@ -60,6 +60,7 @@ from _common import (  # noqa: E402
     load_note,
     paimon_venv,
     rate_label,
+    read_all,
     read_ipc,
     row,
     run_as_child,
@@ -98,21 +99,6 @@ def _create(catalog: Any, name: str, options: dict[str, str]) -> Any:
     return catalog.get_table(name)
 
 
-def _commit(table: Any, part: pa.Table) -> None:
-    builder = table.new_batch_write_builder()
-    write = builder.new_write()
-    try:
-        write.write_arrow(part)
-        builder.new_commit().commit(write.prepare_commit())
-    finally:
-        write.close()
-
-
-def _read(catalog: Any, name: str) -> pa.Table:
-    builder = catalog.get_table(name).new_read_builder()
-    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
-
-
 def _mode_options(mode: str, args: argparse.Namespace) -> dict[str, str]:
     options = dict(MODES[mode])
     if mode == "dynamic":
@@ -134,9 +120,9 @@ def child_main(args: argparse.Namespace) -> Result:
     for mode in args.modes:  # warm-up: one-time imports of each mode's code path, untimed
         try:
             table = _create(catalog, f"db.warm_{mode}", _mode_options(mode, args))
-            _commit(table, base.slice(0, 1000))
-            _commit(table, upsert.slice(0, 100))
-            _read(catalog, f"db.warm_{mode}")
+            commit_arrow(table, base.slice(0, 1000))
+            commit_arrow(table, upsert.slice(0, 100))
+            read_all(catalog, f"db.warm_{mode}")
         except Exception:
             out["modes"][mode] = {"error": traceback.format_exc()}
     for round_ in range(args.rounds):
@@ -152,11 +138,11 @@ def child_main(args: argparse.Namespace) -> Result:
 
                 def write(table: Any = table) -> None:
                     for part in commit_slices(base, args.commits):
-                        _commit(table, part)
+                        commit_arrow(table, part)
 
                 run_phase(res, "write", write)
-                run_phase(res, "upsert", lambda table=table: _commit(table, upsert))
-                merged = run_phase(res, "read", lambda name=name: _read(catalog, name))
+                run_phase(res, "upsert", lambda table=table: commit_arrow(table, upsert))
+                merged = run_phase(res, "read", lambda name=name: read_all(catalog, name))
                 if round_ == 0:
                     res["check"] = check_merged(merged, base, upsert)
                     res["layout"] = _layout(catalog.get_table(name))
@@ -211,7 +197,7 @@ def commit(part):
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     write.write_arrow(part)
-    builder.new_commit().commit(write.prepare_commit())
+    builder.newcommit_arrow().commit(write.preparecommit_arrow())
     write.close()
 out = {}
 t = time.perf_counter()
@@ -224,7 +210,7 @@ commit(upsert)
 out["upsert"] = time.perf_counter() - t
 t = time.perf_counter()
 rb = table.new_read_builder()
-rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows
+rows = rb.newread_all().to_arrow(rb.new_scan().plan().splits()).num_rows
 out["read"] = time.perf_counter() - t
 out["read_rows"] = rows
 import importlib.metadata as m

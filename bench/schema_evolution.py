@@ -38,10 +38,12 @@ sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
     SCHEMA,
     Result,
+    commit_arrow,
     commit_slices,
     data_args,
     finish,
     load_note,
+    read_all,
     read_ipc,
     row,
     run_phase,
@@ -76,21 +78,6 @@ def _final(part: pa.Table, version_: int) -> pa.Table:
     return out.select(FINAL.names).cast(FINAL)
 
 
-def _commit(table: Any, data: pa.Table) -> None:
-    builder = table.new_batch_write_builder()
-    write = builder.new_write()
-    try:
-        write.write_arrow(data)
-        builder.new_commit().commit(write.prepare_commit())
-    finally:
-        write.close()
-
-
-def _read(catalog: Any, name: str) -> pa.Table:
-    builder = catalog.get_table(name).new_read_builder()
-    return builder.new_read().to_arrow(builder.new_scan().plan().splits())
-
-
 def build(warehouse: str, base: pa.Table, upsert: pa.Table, commits: int,
           suffix: str = "") -> Any:
     """Both tables, filled; returns the catalog."""
@@ -114,10 +101,10 @@ def build(warehouse: str, base: pa.Table, upsert: pa.Table, commits: int,
         if version_ in alters:
             catalog.alter_table(evolved, alters[version_])
         for i in indexes:
-            _commit(catalog.get_table(evolved), _version(parts[i], version_))
-            _commit(catalog.get_table(one), _final(parts[i], version_))
-    _commit(catalog.get_table(evolved), _version(upsert, 2))
-    _commit(catalog.get_table(one), _final(upsert, 2))
+            commit_arrow(catalog.get_table(evolved), _version(parts[i], version_))
+            commit_arrow(catalog.get_table(one), _final(parts[i], version_))
+    commit_arrow(catalog.get_table(evolved), _version(upsert, 2))
+    commit_arrow(catalog.get_table(one), _final(upsert, 2))
     return catalog
 
 
@@ -130,16 +117,16 @@ def measure(args: argparse.Namespace, workdir: str) -> Result:
     out: Result = {"rows": base.num_rows, "upsert_rows": upsert.num_rows,
                    "version": version("lakecore")}
     warm = build(warehouse, base.slice(0, 3000), upsert.slice(0, 300), 3, "_warmup")
-    _read(warm, "db.evolved_warmup")
-    _read(warm, "db.one_warmup")
+    read_all(warm, "db.evolved_warmup")
+    read_all(warm, "db.one_warmup")
     catalog = build(warehouse, base, upsert, args.commits)
     evolved = catalog.get_table("db.evolved")
     out["schema_ids"] = sorted({f.schema_id for s in evolved.new_read_builder().new_scan()
                                 .plan().splits() for f in s.files})
     fresh = CatalogFactory.create({"warehouse": warehouse})
     for _ in range(args.rounds):
-        got = run_phase(out, "read-evolved", lambda: _read(fresh, "db.evolved"))
-        want = run_phase(out, "read-one", lambda: _read(fresh, "db.one"))
+        got = run_phase(out, "read-evolved", lambda: read_all(fresh, "db.evolved"))
+        want = run_phase(out, "read-one", lambda: read_all(fresh, "db.one"))
     if not got.sort_by("id").equals(want.select(got.column_names).sort_by("id")):
         raise AssertionError("the evolved table reads other rows than the one-schema table")
     out["check"] = (f"ok: both tables read the same {got.num_rows:,} rows; the evolved "
