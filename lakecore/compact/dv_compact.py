@@ -22,9 +22,10 @@ a vector. Only files written under a schema version without vectors can cause th
 compaction with vectors marks what it supersedes and drops retractions), so a writer checks
 the data of those alone, and of them only the ones under the highest level for a key held
 twice (the newer copy of such a key is in the lower level, placed without vectors).
-``compaction.delete-ratio-threshold``: afterwards a file whose vector covers more than that
-share of its rows is rewritten on its own at its level (Paimon applies the option to append
-tables; here it also bounds dead rows in primary-key files).
+``compaction.delete-ratio-threshold``: afterwards, in the dedicated compaction, a file whose
+vector covers more than that share of its rows is rewritten on its own at its level (Paimon
+applies the option to append tables; here the off-peak job also bounds dead rows in
+primary-key files, while a writer's own compaction leaves them, as Paimon's writers do).
 
 At the end the bucket's vectors are written as one new index file; the result names it and
 the index files it replaces, for the commit message's compaction increment.
@@ -94,7 +95,7 @@ def compact_with_vectors(c: BucketCompactor, dv: BucketVectors, full: bool) -> C
             result = _chain(result, step_result, created, c)
             if full or not c.levels.level0:
                 break
-        ratio_result = _rewrite_deleted_heavy(c, dv)
+        ratio_result = _rewrite_deleted_heavy(c, dv) if c.rewrite_deleted else CompactResult()
         if not ratio_result.is_empty():
             created.update(f.file_name for f in ratio_result.after)
             _update_vectors(dv, ratio_result, {})

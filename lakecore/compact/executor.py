@@ -39,12 +39,17 @@ class BucketCompactor:
     ``vectors``: the bucket's deletion vectors (tables with ``deletion-vectors.enabled``; when
     None they are loaded from the latest snapshot). Such a compaction marks superseded rows
     in their files' vectors (``dv_compact.py``) and writes the bucket's new index file.
+    ``rewrite_deleted``: afterwards rewrite the files whose vectors cover more than
+    ``compaction.delete-ratio-threshold`` of their rows (the dedicated compaction does; a
+    writer's own compaction does not, as Paimon's writers do not for primary-key tables).
     """
 
     def __init__(self, table: FileStore, partition: Sequence[Any], bucket: int,
                  files: Sequence[DataFileMeta], strategy: CompactStrategy | None = None,
-                 chunk_rows: int = 128 * 1024, vectors: BucketVectors | None = None) -> None:
+                 chunk_rows: int = 128 * 1024, vectors: BucketVectors | None = None,
+                 rewrite_deleted: bool = True) -> None:
         check_rewritable(table, files)
+        self.rewrite_deleted = rewrite_deleted
         self.dv: BucketVectors | None = None
         if table.options.deletion_vectors_enabled:
             self.dv = vectors if vectors is not None else BucketVectors.load_latest(

@@ -60,7 +60,8 @@ class InlineCompactor:
             # the latest schema) or a writer opened after the ALTER does it
             return CompactResult()
         compactor = BucketCompactor(self.table, self.partition, self.bucket, self.files,
-                                    self.strategy, vectors=self.vectors)
+                                    self.strategy, vectors=self.vectors,
+                                    rewrite_deleted=False)
         result = compactor.compact(full=full)
         gone = {(f.file_name, f.level) for f in result.before}
         self._files = [f for f in self._files if (f.file_name, f.level) not in gone]

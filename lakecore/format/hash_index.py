@@ -19,7 +19,9 @@ _BIG_ENDIAN_INT32 = np.dtype(">i4")
 def encode_hash_index(hashes: np.ndarray) -> bytes:
     """The file's bytes: ``hashes`` (any int dtype holding int32 values) sorted, unique,
     big-endian."""
-    values = np.sort(np.asarray(hashes, dtype=np.int64))  # already sorted: linear time
+    values = np.asarray(hashes, dtype=np.int64)
+    if values.size > 1 and bool(np.any(values[1:] < values[:-1])):  # a writer's are sorted
+        values = np.sort(values)
     if values.size > 1:
         distinct = np.empty(values.size, dtype=bool)
         distinct[0] = True

@@ -3,12 +3,21 @@
 Each file's ``DataFileMeta`` carries what readers and compaction rely on: row count, min/max
 key (first/last row, since input is sorted), key and value stats, sequence range, level,
 delete count and file source.
+
+Encoding runs one chunk behind the caller, on a shared worker thread (Parquet encoding and
+compression release the GIL): while chunk N is encoded the caller reads, merges or sorts
+chunk N+1. Chunks of one writer are written strictly in order, one at a time; ``close``,
+``take_results`` and ``abort`` wait for the chunk in flight, and a failed chunk's error is
+raised to the caller at its next call.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +38,21 @@ from lakecore.utils.faults import CrashStep, maybe_crash
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024
+
+
+_pool_lock = threading.Lock()
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+
+
+def _encoder_pool() -> ThreadPoolExecutor:
+    """The process's encoding threads, recreated after a fork (threads do not survive one;
+    Spark's Python daemon and Airflow's task runner fork)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():
+            workers = max(2, os.cpu_count() or 2)
+            _pool = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="lakecore-enc"))
+        return _pool[1]
 
 
 @dataclass(frozen=True)
@@ -69,6 +93,7 @@ class RollingFileWriter:
         self._next_seq = first_sequence  # append tables: one sequence number per row
         self._writer: pq.ParquetWriter | None = None
         self._stream: pa.NativeFile | None = None
+        self._in_flight: Future[None] | None = None
         self._name = ""
         self._path = ""
         self._reset_file_state()
@@ -112,7 +137,18 @@ class RollingFileWriter:
         )
 
     def write(self, chunk: pa.Table) -> None:
-        """Append a chunk (already sorted after everything written before it)."""
+        """Append a chunk (already sorted after everything written before it); it is encoded
+        while the caller goes on (the module docstring)."""
+        self._wait()
+        self._in_flight = _encoder_pool().submit(self._write_now, chunk)
+
+    def _wait(self) -> None:
+        """Wait for the chunk in flight; its error, if any, is raised here."""
+        pending, self._in_flight = self._in_flight, None
+        if pending is not None:
+            pending.result()
+
+    def _write_now(self, chunk: pa.Table) -> None:
         # Slice so that the size check runs at least every ~target bytes of input.
         per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
         step = max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
@@ -193,16 +229,22 @@ class RollingFileWriter:
         maybe_crash(CrashStep.WRITE_AFTER_DATA_FILE)
 
     def close(self) -> list[DataFileMeta]:
+        self._wait()
         self._close_file()
         return self.results
 
     def take_results(self) -> list[DataFileMeta]:
         """Close the open file and hand over its results; the writer can go on writing."""
+        self._wait()
         self._close_file()
         out, self.results, self.written_paths = self.results, [], []
         return out
 
     def abort(self) -> None:
+        try:
+            self._wait()
+        except BaseException:  # noqa: S110 - aborting anyway; the caller has the first error
+            pass
         if self._writer is not None:
             try:
                 self._writer.close()

@@ -92,11 +92,19 @@ class PartitionIndex:
     def lookup(self, key_hashes: np.ndarray) -> np.ndarray:
         """The bucket of each hash, -1 where the partition does not hold it."""
         key_hashes = np.asarray(key_hashes, np.int32)
+        order = np.argsort(key_hashes, kind="stable")
+        out = np.empty(key_hashes.size, np.int32)
+        out[order] = self.lookup_sorted(key_hashes[order])
+        return out
+
+    def lookup_sorted(self, sorted_hashes: np.ndarray) -> np.ndarray:
+        """``lookup`` of hashes sorted ascending: the binary searches walk the index in
+        order (several times faster than random probes of a large index)."""
         if self.hashes.size == 0:
-            return np.full(key_hashes.size, -1, np.int32)
-        pos = np.searchsorted(self.hashes, key_hashes)
+            return np.full(sorted_hashes.size, -1, np.int32)
+        pos = np.searchsorted(self.hashes, sorted_hashes)
         pos_c = np.minimum(pos, self.hashes.size - 1)
-        found = self.hashes[pos_c] == key_hashes
+        found = self.hashes[pos_c] == sorted_hashes
         return np.where(found, self.hash_buckets[pos_c], -1).astype(np.int32)
 
     def bucket_hashes(self, bucket: int) -> np.ndarray:
@@ -131,14 +139,24 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
         raise OptionError(DYNAMIC_BUCKET_MAX_BUCKETS.key,
                           f"must be -1 or between 1 and {MAX_DYNAMIC_BUCKETS}, got {max_buckets}")
     key_hashes = np.asarray(key_hashes, np.int32)
-    out = index.lookup(key_hashes)
-    new_mask = out < 0
-    if not new_mask.any():
+    # one stable sort of the batch serves the lookup, the distinct new hashes (sorted, each
+    # with the row where it first appears: the first of its run in stable order) and the
+    # merge into the index
+    row_order = np.argsort(key_hashes, kind="stable")
+    sorted_hashes = key_hashes[row_order]
+    known = index.lookup_sorted(sorted_hashes)
+    out = np.empty(key_hashes.size, np.int32)
+    out[row_order] = known
+    new_sorted = known < 0
+    if not new_sorted.any():
         return Assignment(out, index, frozenset())
-    # distinct new hashes, in the order they first appear
-    uniq, first, inverse = np.unique(key_hashes[new_mask], return_index=True,
-                                     return_inverse=True)
-    order = np.argsort(first, kind="stable")
+    new_keys, new_rows = sorted_hashes[new_sorted], row_order[new_sorted]
+    starts = np.empty(new_keys.size, bool)
+    starts[0] = True
+    np.not_equal(new_keys[1:], new_keys[:-1], out=starts[1:])
+    uniq, first = new_keys[starts], new_rows[starts]
+    group = np.cumsum(starts) - 1  # each new row's index into uniq
+    order = np.argsort(first, kind="stable")  # distinct new hashes in first-appearance order
     new_hashes = uniq[order]
     n = new_hashes.size
     chosen = np.empty(n, np.int32)
@@ -146,7 +164,7 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
     counts = dict(index.row_counts)
     # 1. fill this assigner's non-full buckets, ascending id
     capacity = np.array([max(0, target_row_num - counts[b]) for b in mine], np.int64)
-    fill = np.repeat(np.array(mine, np.int32), capacity)[:n] if mine else np.zeros(0, np.int32)
+    fill = _repeat_upto(np.array(mine, np.int32), capacity, n)
     chosen[:fill.size] = fill
     done = fill.size
     # 2. new buckets of this assigner, each up to the target
@@ -156,7 +174,8 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
         start = assign_id % num_assigners
         wanted = -(-(n - done) // target_row_num)
         fresh = [b for b in range(start, limit, num_assigners) if b not in used][:wanted]
-        take = np.repeat(np.array(fresh, np.int32), target_row_num)[: n - done]
+        take = _repeat_upto(np.array(fresh, np.int32),
+                            np.full(len(fresh), target_row_num, np.int64), n - done)
         chosen[done:done + take.size] = take
         done += take.size
         mine = mine + fresh
@@ -171,15 +190,26 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
         pool = np.array(sorted(mine), np.int32)
         rest = new_hashes[done:].astype(np.int64)
         chosen[done:] = pool[np.abs(rest) % pool.size]
-    # per input row: map the new ones back through first-appearance order
-    rank = np.empty(n, np.int64)
-    rank[order] = np.arange(n)
-    out[new_mask] = chosen[rank[inverse]]
+    # per input row: the bucket of its distinct hash (uniq order)
+    by_uniq = np.empty(n, np.int32)
+    by_uniq[order] = chosen
+    out[new_rows] = by_uniq[group]
     added, per_bucket = np.unique(chosen, return_counts=True)
     for b, c in zip(added.tolist(), per_bucket.tolist()):
         counts[b] = counts.get(b, 0) + c
-    sort = np.argsort(new_hashes)  # merge into the sorted index: O(partition + batch)
-    at = np.searchsorted(index.hashes, new_hashes[sort])
-    updated = PartitionIndex(np.insert(index.hashes, at, new_hashes[sort]),
-                             np.insert(index.hash_buckets, at, chosen[sort]), counts)
+    at = np.searchsorted(index.hashes, uniq)  # merge into the sorted index: O(partition + batch)
+    updated = PartitionIndex(np.insert(index.hashes, at, uniq),
+                             np.insert(index.hash_buckets, at, by_uniq), counts)
     return Assignment(out, updated, frozenset(added.tolist()))
+
+
+def _repeat_upto(values: np.ndarray, counts: np.ndarray, limit: int) -> np.ndarray:
+    """``np.repeat(values, counts)[:limit]`` without building more than ``limit`` items (a
+    bucket's room is up to ``target-row-num``, millions, for a batch of a few keys)."""
+    if values.size == 0:
+        return np.zeros(0, np.int32)
+    room = np.minimum(counts, limit)
+    cut = np.cumsum(room)
+    room[1:] = np.minimum(room[1:], np.maximum(0, limit - cut[:-1]))
+    room[0] = min(int(room[0]), limit)
+    return np.repeat(values, room)[:limit]

@@ -316,3 +316,19 @@ def test_delete_ratio_threshold_rewrites_mostly_deleted_files(tmp_path, threshol
     assert values(t) == [(i, "b" if i in (1, 2, 3) else "a") for i in range(10)]
     assert (base in live_files(t)) is not rewritten
     assert vectors(t) == ({} if rewritten else {base: [1, 2, 3]})
+
+
+def test_writer_compaction_leaves_delete_heavy_files_to_the_dedicated_compaction(tmp_path):
+    """A writer's own compaction (write-only = false) marks superseded rows but does not
+    rewrite a file over compaction.delete-ratio-threshold (Paimon's primary-key writers do
+    not); the dedicated compaction does, and the rows read the same before and after."""
+    t = make_table(str(tmp_path), SCHEMA, ["id"], options={**DV, "write-only": "false"})
+    write(t, rows(list(range(10)), ["a"] * 10))
+    (base,) = live_files(t)
+    write(t, rows([1, 2, 3], ["b"] * 3))  # 3 of 10 superseded: over the 0.2 default
+    expected = [(i, "b" if i in (1, 2, 3) else "a") for i in range(10)]
+    assert values(t) == expected
+    assert base in live_files(t) and vectors(t)[base] == [1, 2, 3]
+    t.compact()
+    assert values(t) == expected
+    assert base not in live_files(t) and base not in vectors(t)
