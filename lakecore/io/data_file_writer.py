@@ -13,11 +13,9 @@ raised to the caller at its next call.
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,24 +33,10 @@ from lakecore.schema.types import DataField
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import PathFactory
 from lakecore.utils.faults import CrashStep, maybe_crash
+from lakecore.utils.threads import encode_pool
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024
-
-
-_pool_lock = threading.Lock()
-_pool: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _encoder_pool() -> ThreadPoolExecutor:
-    """The process's encoding threads, recreated after a fork (threads do not survive one;
-    Spark's Python daemon and Airflow's task runner fork)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():
-            workers = max(2, os.cpu_count() or 2)
-            _pool = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix="lakecore-enc"))
-        return _pool[1]
 
 
 @dataclass(frozen=True)
@@ -140,7 +124,7 @@ class RollingFileWriter:
         """Append a chunk (already sorted after everything written before it); it is encoded
         while the caller goes on (the module docstring)."""
         self._wait()
-        self._in_flight = _encoder_pool().submit(self._write_now, chunk)
+        self._in_flight = encode_pool().submit(self._write_now, chunk)
 
     def _wait(self) -> None:
         """Wait for the chunk in flight; its error, if any, is raised here."""

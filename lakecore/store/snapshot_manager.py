@@ -80,7 +80,7 @@ class SnapshotManager:
         if snap is None:
             snap = Snapshot.from_json(self.file_io.read_text(path), path)
             if len(self._cache) >= _CACHE_SIZE:
-                self._cache.pop(next(iter(self._cache)))
+                self._cache.pop(next(iter(self._cache)), None)
             self._cache[key] = snap
         return snap
 

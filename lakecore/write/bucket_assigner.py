@@ -79,9 +79,13 @@ class PartitionIndex:
                                   dict(row_counts or {}))
         hashes = np.concatenate([np.asarray(per_bucket[b], np.int32) for b in buckets])
         owners = np.concatenate([np.full(len(per_bucket[b]), b, np.int32) for b in buckets])
-        # sort by (hash, bucket) in one int64 key; the first of equal hashes: lowest bucket
-        order = np.argsort((hashes.astype(np.int64) << 16) | owners.astype(np.int64))
-        hashes, owners = hashes[order], owners[order]
+        # sort by (hash, bucket) in one int64 key; the first of equal hashes: lowest bucket.
+        # Each file is sorted already (lakecore's and pypaimon's), so the stable sort (timsort)
+        # only merges the buckets' runs; one sorted bucket needs no sort at all.
+        packed = (hashes.astype(np.int64) << 16) | owners.astype(np.int64)
+        if packed.size > 1 and bool(np.any(packed[1:] < packed[:-1])):
+            order = np.argsort(packed, kind="stable")
+            hashes, owners = hashes[order], owners[order]
         first = np.empty(hashes.size, bool)
         first[:1] = True
         np.not_equal(hashes[1:], hashes[:-1], out=first[1:])

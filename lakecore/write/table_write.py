@@ -22,6 +22,7 @@ from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
 from lakecore.store.paths import PathFactory
+from lakecore.utils.threads import map_buckets
 from lakecore.write.append_writer import AppendOnlyWriter
 from lakecore.write.dynamic_bucket import DynamicBucketIndex, is_dynamic_bucket_table
 from lakecore.write.merge_tree_writer import MergeTreeWriter
@@ -188,13 +189,16 @@ class TableWrite:
 
     # -- output --------------------------------------------------------------------------
     def prepare_commit(self) -> list[CommitMessage]:
-        msgs = []
+        """Every bucket's message. The buckets flush (and compact) side by side on the bucket
+        threads; if one fails, the files of all of them are deleted and the first error is
+        raised."""
         self._refresh_compactors()
+        outcomes = map_buckets(_prepare_one, list(self._writers.values()))
+        msgs = [m for m, _ in outcomes if m is not None and not m.is_empty()]
+        errors = [e for _, e in outcomes if e is not None]
         try:
-            for w in self._writers.values():
-                m = w.prepare_commit()
-                if not m.is_empty():
-                    msgs.append(m)
+            if errors:
+                raise errors[0]
             if self._dynamic is not None:
                 msgs = self._with_index_changes(msgs, self._dynamic)
         except BaseException:
@@ -251,3 +255,11 @@ class TableWrite:
 
     def close(self) -> None:
         self.abort()
+
+
+def _prepare_one(w: Writer) -> tuple[CommitMessage | None, BaseException | None]:
+    """One bucket's message, or the error that stopped it (the writer cleaned up its own)."""
+    try:
+        return w.prepare_commit(), None
+    except BaseException as e:  # handed to prepare_commit, which cleans up and raises it
+        return None, e

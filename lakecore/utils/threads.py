@@ -1,0 +1,58 @@
+"""Shared worker threads: Parquet encoding and decoding, numpy sorts and pyarrow compute
+release the GIL, so a writer encodes on a worker thread while its caller merges or sorts the
+next chunk (``encode_pool``), and the buckets of one write are flushed and compacted side by
+side (``bucket_pool``; its tasks wait for encoding tasks, never for each other).
+
+The pools are fork-safe: recreated in a forked child, whose parent's threads did not survive
+the fork (Spark's Python daemon and Airflow's task runner fork). A task on a pool never waits
+for a task on the same pool, so it cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TypeVar
+
+A = TypeVar("A")
+R = TypeVar("R")
+
+_lock = threading.Lock()
+_pools: dict[str, tuple[int, ThreadPoolExecutor]] = {}
+
+
+def _pool(name: str) -> ThreadPoolExecutor:
+    with _lock:
+        held = _pools.get(name)
+        if held is None or held[0] != os.getpid():
+            workers = max(2, os.cpu_count() or 2)
+            held = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix=f"lakecore-{name}"))
+            _pools[name] = held
+        return held[1]
+
+
+def encode_pool() -> ThreadPoolExecutor:
+    """The threads that encode data files (``io/data_file_writer.py``)."""
+    return _pool("encode")
+
+
+def bucket_pool() -> ThreadPoolExecutor:
+    """The threads that flush and compact the buckets of one write side by side."""
+    return _pool("bucket")
+
+
+def map_buckets(fn: Callable[[A], R], items: Sequence[A]) -> list[R]:
+    """``[fn(x) for x in items]``, on the bucket threads when there is more than one item.
+    Every item runs to its end; then the first error (in ``items`` order) is raised, so the
+    caller can clean up after all of them."""
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    futures = [bucket_pool().submit(fn, x) for x in items]
+    wait(futures)
+    for f in futures:
+        error = f.exception()
+        if error is not None:
+            raise error
+    return [f.result() for f in futures]
