@@ -96,7 +96,7 @@ class PartitionIndex:
     def lookup(self, key_hashes: np.ndarray) -> np.ndarray:
         """The bucket of each hash, -1 where the partition does not hold it."""
         key_hashes = np.asarray(key_hashes, np.int32)
-        order = np.argsort(key_hashes, kind="stable")
+        order = _stable_order(key_hashes)
         out = np.empty(key_hashes.size, np.int32)
         out[order] = self.lookup_sorted(key_hashes[order])
         return out
@@ -146,7 +146,7 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
     # one stable sort of the batch serves the lookup, the distinct new hashes (sorted, each
     # with the row where it first appears: the first of its run in stable order) and the
     # merge into the index
-    row_order = np.argsort(key_hashes, kind="stable")
+    row_order = _stable_order(key_hashes)
     sorted_hashes = key_hashes[row_order]
     known = index.lookup_sorted(sorted_hashes)
     out = np.empty(key_hashes.size, np.int32)
@@ -160,7 +160,7 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
     np.not_equal(new_keys[1:], new_keys[:-1], out=starts[1:])
     uniq, first = new_keys[starts], new_rows[starts]
     group = np.cumsum(starts) - 1  # each new row's index into uniq
-    order = np.argsort(first, kind="stable")  # distinct new hashes in first-appearance order
+    order = _stable_order(first)  # distinct new hashes in first-appearance order
     new_hashes = uniq[order]
     n = new_hashes.size
     chosen = np.empty(n, np.int32)
@@ -217,3 +217,16 @@ def _repeat_upto(values: np.ndarray, counts: np.ndarray, limit: int) -> np.ndarr
     room[1:] = np.minimum(room[1:], np.maximum(0, limit - cut[:-1]))
     room[0] = min(int(room[0]), limit)
     return np.repeat(values, room)[:limit]
+
+
+def _stable_order(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` for 32-bit values (hashes, row numbers): each
+    value packed above its position into one uint64 and sorted with numpy's plain (SIMD) sort,
+    a few times faster than a stable argsort; the positions are read from the low bits."""
+    v = np.asarray(values, np.int64)
+    if v.size < 2:
+        return np.arange(v.size)
+    packed = (v - int(v.min())).astype(np.uint64) << np.uint64(32)
+    packed |= np.arange(v.size, dtype=np.uint64)
+    packed.sort()
+    return (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
