@@ -2,8 +2,9 @@
 
 Loaded from the bucket's live ``DELETION_VECTORS`` index files, changed by compaction (rows a
 new output supersedes are marked; files the compaction removes lose their vectors), and
-written back as one new index file. The commit message then carries the index-commit
-protocol: ``compact_new_index_files = [new]`` (none when no vector is left) and
+written back as new index files. The commit message then carries the index-commit
+protocol: ``compact_new_index_files`` = the new files (rolled at
+``deletion-vectors.index-file.target-size``; none when no vector is left) and
 ``compact_deleted_index_files`` = the bucket's index files this state was loaded from.
 """
 
@@ -16,7 +17,11 @@ from typing import Any
 import numpy as np
 
 from lakecore.compact.lookup import sorted_unique
-from lakecore.format.deletion_vector import encode_deletion_vectors, index_file_meta
+from lakecore.format.deletion_vector import (
+    encode_deletion_vectors,
+    index_file_meta,
+    split_index_file,
+)
 from lakecore.format.index_manifest import DELETION_VECTORS_INDEX, IndexFileMeta
 from lakecore.read.deletion_vectors import (
     deletion_files,
@@ -83,22 +88,29 @@ class BucketVectors:
 
     def write(self, table: FileStore, partition: Sequence[Any], bucket: int
               ) -> tuple[tuple[IndexFileMeta, ...], tuple[IndexFileMeta, ...]]:
-        """Write the vectors as one new index file when they changed: (new files, replaced
-        files) for the commit message; afterwards this state is based on the new file."""
+        """Write the vectors, when they changed, as new index files rolled at
+        ``deletion-vectors.index-file.target-size``: (new files, replaced files) for the
+        commit message; afterwards this state is based on the new files."""
         if not self.changed:
             return (), ()
         live = {n: v for n, v in self.vectors.items() if v.size}
-        new: tuple[IndexFileMeta, ...] = ()
+        new: list[IndexFileMeta] = []
         if live:
             data, ranges = encode_deletion_vectors(
                 dict(sorted(live.items())), table.options.deletion_vectors_bitmap64)
-            name = table.paths.new_index_file_name()
-            meta = index_file_meta(name, data, ranges)
-            table.file_io.write_bytes(index_file_path(table, partition, bucket, meta), data)
-            new = (meta,)
+            target = table.options.deletion_vectors_index_file_target_size
+            try:
+                for part, part_ranges in split_index_file(data, ranges, target):
+                    meta = index_file_meta(table.paths.new_index_file_name(), part, part_ranges)
+                    table.file_io.write_bytes(index_file_path(table, partition, bucket, meta),
+                                              part)
+                    new.append(meta)
+            except BaseException:
+                delete_index_files(table, partition, bucket, new)
+                raise
         replaced = self.index_files
-        self.index_files, self.changed = new, False
-        return new, replaced
+        self.index_files, self.changed = tuple(new), False
+        return tuple(new), replaced
 
 
 def delete_index_files(table: FileStore, partition: Sequence[Any], bucket: int,

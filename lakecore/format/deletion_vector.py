@@ -79,6 +79,32 @@ def encode_deletion_vectors(
     return bytes(out), ranges
 
 
+def split_index_file(data: bytes, ranges: Mapping[str, DeletionVectorRange], target_size: int
+                     ) -> list[tuple[bytes, dict[str, DeletionVectorRange]]]:
+    """One encoded index file (``encode_deletion_vectors``) rolled into files of about
+    ``target_size`` bytes, as Paimon's ``DeletionVectorIndexFileWriter`` rolls: vectors go into
+    a file, in order, until its size exceeds the target; the next vector starts a new one.
+    Each file starts with the version byte; ranges are re-based to their file."""
+    names = list(ranges)
+    if len(data) <= target_size or len(names) <= 1:
+        return [(data, dict(ranges))]
+    starts = [ranges[n].offset for n in names] + [len(data)]
+    files: list[tuple[bytes, dict[str, DeletionVectorRange]]] = []
+    first = 0
+    size = 1  # the version byte
+    for i in range(len(names)):
+        size += starts[i + 1] - starts[i]
+        if size > target_size or i == len(names) - 1:
+            lo, hi = starts[first], starts[i + 1]
+            shift = lo - 1
+            part = {n: DeletionVectorRange(n, ranges[n].offset - shift, ranges[n].length,
+                                           ranges[n].cardinality)
+                    for n in names[first:i + 1]}
+            files.append((bytes([VERSION_ID_V1]) + data[lo:hi], part))
+            first, size = i + 1, 1
+    return files
+
+
 def index_file_meta(file_name: str, data: bytes, ranges: Mapping[str, DeletionVectorRange],
                     external_path: str | None = None) -> IndexFileMeta:
     """The ``IndexFileMeta`` of an encoded file: size in bytes, row count = vectors held."""

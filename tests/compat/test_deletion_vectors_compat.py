@@ -212,3 +212,44 @@ def test_turning_vectors_on_pypaimon_reads_no_duplicates_after_first_compaction(
     t = lc_table(wh)
     t.compact()
     assert pp_rows(wh) == lc_rows(t) == rows(model)
+
+
+def test_index_files_rolled_at_target_size_read_by_pypaimon(tmp_path: Path) -> None:
+    """deletion-vectors.index-file.target-size: a bucket's vectors roll into several index
+    files (here one per vector); pypaimon reads the table through all of them, and the next
+    compaction replaces every file of the bucket (no stale vector survives)."""
+    wh = str(tmp_path)
+    cat = CatalogFactory.create({"warehouse": wh})
+    cat.create_database("db", ignore_if_exists=True)
+    cat.create_table("db.t", Schema.from_pyarrow_schema(
+        SCHEMA, partition_keys=["dt"], primary_keys=KEYS,
+        options={**BASE, "bucket": "1", "write-only": "false",
+                 "num-sorted-run.compaction-trigger": "10",
+                 "deletion-vectors.index-file.target-size": "1 b"}))
+    t = cat.get_table("db.t")
+    model: dict = {}
+    for b in (batch(range(2000), "a", 1, "x"), batch(range(0, 2000, 7), "a", 2, "y"),
+              batch(range(0, 2000, 11), "a", 3, "z"),
+              batch(range(5, 2000, 13), "a", 4, None, "-D")):
+        wb = t.new_batch_write_builder()
+        w = wb.new_write()
+        w.write_arrow(b)
+        wb.new_commit().commit(w.prepare_commit())
+        w.close()
+        model = model_apply(model, b)
+    entries = t.index_entries(t.snapshot_manager.latest(), DELETION_VECTORS_INDEX)
+    assert len(entries) >= 2 and all(len(e.index_file.dv_ranges or {}) == 1 for e in entries)
+    assert pp_rows(wh) == lc_rows(t) == rows(model)
+    more = batch(range(1, 2000, 5), "a", 5, "w")
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(more)
+    wb.new_commit().commit(w.prepare_commit())
+    w.close()
+    model = model_apply(model, more)
+    t = lc_table(wh)
+    live = {f.file_name for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}
+    after = t.index_entries(t.snapshot_manager.latest(), DELETION_VECTORS_INDEX)
+    held = [n for e in after for n in (e.index_file.dv_ranges or {})]
+    assert len(held) == len(set(held)) and set(held) <= live  # one vector per live file
+    assert pp_rows(wh) == lc_rows(t) == rows(model)

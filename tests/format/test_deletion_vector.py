@@ -16,6 +16,7 @@ from lakecore.format.deletion_vector import (
     decode_deletion_vectors,
     encode_deletion_vectors,
     index_file_meta,
+    split_index_file,
 )
 from lakecore.format.index_manifest import DELETION_VECTORS_INDEX, DeletionVectorRange
 from tests.compat.pypaimon_runner import PAIMON_PYTHON, SKIP_REASON, paimon_available
@@ -43,6 +44,29 @@ def test_round_trip(bitmap64):
     meta = index_file_meta("index-x-0", data, ranges)
     assert (meta.index_type, meta.file_size, meta.row_count) == (
         DELETION_VECTORS_INDEX, len(data), 3)
+
+
+@pytest.mark.parametrize("bitmap64", [False, True])
+def test_rolled_index_files_each_decode_their_vectors(bitmap64):
+    """deletion-vectors.index-file.target-size: vectors fill a file until it exceeds the
+    target (Paimon's DeletionVectorIndexFileWriter); every file starts with the version byte
+    and its ranges point into it."""
+    data, ranges = encode_deletion_vectors(VECTORS, bitmap64)
+    whole = split_index_file(data, ranges, target_size=len(data))
+    assert whole == [(data, ranges)]
+    parts = split_index_file(data, ranges, target_size=1)  # every vector overflows a file
+    assert [sorted(r) for _, r in parts] == [[n] for n in VECTORS]
+    # a and b together (up to c's offset) exceed the target by one byte: c starts a new file
+    two = split_index_file(data, ranges, target_size=ranges["data-c.parquet"].offset - 1)
+    assert [sorted(r) for _, r in two] == [["data-a.parquet", "data-b.parquet"],
+                                          ["data-c.parquet"]]
+    for parts_ in (parts, two):
+        back = {}
+        for blob, rs in parts_:
+            assert blob[0] == 1
+            back.update({k: v.tolist() for k, v in decode_deletion_vectors(blob, rs, "f").items()})
+        assert back == _expected(VECTORS)
+        assert sum(len(b) - 1 for b, _ in parts_) == len(data) - 1
 
 
 def test_32bit_layout_size_magic_crc():
