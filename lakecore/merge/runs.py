@@ -4,17 +4,28 @@ Each run yields sorted chunks. We repeatedly take, from every run's current chun
 whose key is <= the smallest "last key" among the runs' chunks: every record of those keys
 is then in hand, so the slice can be sorted and merged on its own. Memory is bounded by one
 chunk per run.
+
+A large round is cut into key-range sections (pivots taken from its largest run slice; each
+run slice cut by binary search, so all records of a key fall in one section), and the
+sections are sorted and merged side by side on the merge threads (numpy sorts and pyarrow
+gathers release the GIL); results come back in key order.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future
 
 import pyarrow as pa
 
 from lakecore.merge.fast import sort_and_merge
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.spec import MergeSpec
+from lakecore.utils.threads import merge_pool, worker_count
+
+# Rounds smaller than this are merged on the caller's thread in one piece.
+PARALLEL_MIN_ROWS = 64 * 1024
 
 
 def _key_at(t: pa.Table, names: list[str], i: int) -> tuple:
@@ -55,33 +66,80 @@ def merge_runs(
     columns of the merged rows are wanted (the rest are read for merging only)."""
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
-    while True:
-        for s in states:
-            s.fill()
-        live = [s for s in states if s.buf is not None and s.buf.num_rows > 0]
-        if not live:
+    sections = max(1, worker_count())
+    in_flight: deque[Future[pa.Table]] = deque()
+
+    def merge_one(batch: pa.Table) -> pa.Table:
+        return sort_and_merge(batch, spec, drop_retracts=drop_retracts, columns=columns,
+                              ordered=ordered)
+
+    def single(buf: pa.Table) -> pa.Table:
+        merged = merge_sorted(buf, spec, drop_retracts=drop_retracts)
+        return merged if columns is None else merged.select(columns)
+
+    def submit(fn: Callable[[pa.Table], pa.Table], batch: pa.Table) -> Iterator[pa.Table]:
+        """Queue one piece; hand back finished pieces in order, keeping the queue short."""
+        if batch.num_rows < PARALLEL_MIN_ROWS and not in_flight:
+            out = fn(batch)
+            if out.num_rows:
+                yield out
             return
-        if len(live) == 1 and all(s.done for s in states if s is not live[0]):
-            only = live[0]
-            assert only.buf is not None
-            merged = merge_sorted(only.buf, spec, drop_retracts=drop_retracts)
-            if columns is not None:
-                merged = merged.select(columns)
-            only.buf = None
-            # a single run already has one row per key, but merging also applies drop_retracts
-            if merged.num_rows:
-                yield merged
-            continue
-        bound = min(_key_at(s.buf, names, s.buf.num_rows - 1) for s in live)  # type: ignore[union-attr]
-        taken = []
-        for s in live:
-            assert s.buf is not None
-            k = _count_le(s.buf, names, bound)
+        in_flight.append(merge_pool().submit(fn, batch))
+        while len(in_flight) > sections:
+            out = in_flight.popleft().result()
+            if out.num_rows:
+                yield out
+
+    try:
+        while True:
+            for s in states:
+                s.fill()
+            live = [s for s in states if s.buf is not None and s.buf.num_rows > 0]
+            if not live:
+                break
+            if len(live) == 1 and all(s.done for s in states if s is not live[0]):
+                only = live[0]
+                assert only.buf is not None
+                buf, only.buf = only.buf, None
+                # a single run already has one row per key, but merging applies drop_retracts
+                yield from submit(single, buf)
+                continue
+            bound = min(_key_at(s.buf, names, s.buf.num_rows - 1) for s in live)  # type: ignore[union-attr]
+            taken = []
+            for s in live:
+                assert s.buf is not None
+                k = _count_le(s.buf, names, bound)
+                if k:
+                    taken.append(s.buf.slice(0, k))
+                    s.buf = s.buf.slice(k)
+            for part in _key_sections(taken, names, sections):
+                yield from submit(merge_one, part)
+        while in_flight:
+            out = in_flight.popleft().result()
+            if out.num_rows:
+                yield out
+    finally:
+        for f in in_flight:
+            f.cancel()
+
+
+def _key_sections(taken: list[pa.Table], names: list[str], sections: int) -> Iterator[pa.Table]:
+    """The rows of one round (sorted slices of the runs, all keys <= the round's bound) in
+    key order, cut into up to ``sections`` pieces that share no key."""
+    total = sum(t.num_rows for t in taken)
+    if sections <= 1 or total < 2 * PARALLEL_MIN_ROWS:
+        yield pa.concat_tables(taken) if len(taken) > 1 else taken[0]
+        return
+    largest = max(taken, key=lambda t: t.num_rows)
+    pivots = sorted({_key_at(largest, names, largest.num_rows * j // sections - 1)
+                     for j in range(1, sections)})
+    rest = list(taken)
+    for pivot in [*pivots, None]:
+        piece = []
+        for i, t in enumerate(rest):
+            k = t.num_rows if pivot is None else _count_le(t, names, pivot)
             if k:
-                taken.append(s.buf.slice(0, k))
-                s.buf = s.buf.slice(k)
-        batch = pa.concat_tables(taken) if len(taken) > 1 else taken[0]
-        merged = sort_and_merge(batch, spec, drop_retracts=drop_retracts, columns=columns,
-                                ordered=ordered)
-        if merged.num_rows:
-            yield merged
+                piece.append(t.slice(0, k))
+                rest[i] = t.slice(k)
+        if piece:
+            yield pa.concat_tables(piece) if len(piece) > 1 else piece[0]

@@ -27,8 +27,8 @@ def _pool(name: str) -> ThreadPoolExecutor:
     with _lock:
         held = _pools.get(name)
         if held is None or held[0] != os.getpid():
-            workers = max(2, os.cpu_count() or 2)
-            held = (os.getpid(), ThreadPoolExecutor(workers, thread_name_prefix=f"lakecore-{name}"))
+            held = (os.getpid(),
+                    ThreadPoolExecutor(worker_count(), thread_name_prefix=f"lakecore-{name}"))
             _pools[name] = held
         return held[1]
 
@@ -36,6 +36,16 @@ def _pool(name: str) -> ThreadPoolExecutor:
 def encode_pool() -> ThreadPoolExecutor:
     """The threads that encode data files (``io/data_file_writer.py``)."""
     return _pool("encode")
+
+
+def worker_count() -> int:
+    """Threads per pool: the machine's cores, at least 2."""
+    return max(2, os.cpu_count() or 2)
+
+
+def merge_pool() -> ThreadPoolExecutor:
+    """The threads that sort and merge key-range sections (``merge/runs.py``)."""
+    return _pool("merge")
 
 
 def bucket_pool() -> ThreadPoolExecutor:
