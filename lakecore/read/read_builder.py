@@ -13,6 +13,7 @@ from lakecore.read.scan import Plan, Split, TableScan
 from lakecore.read.split_read import ROW_KIND_COLUMN, SplitRead
 from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
+from lakecore.utils.threads import map_buckets
 
 
 class ReadBuilder:
@@ -80,8 +81,14 @@ class TableRead:
         return pa.RecordBatchReader.from_batches(self._schema_for(splits), self._batches(splits))
 
     def to_arrow(self, splits: list[Split]) -> pa.Table:
+        """Every split read, side by side on the bucket threads (decoding, merging and
+        filtering release the GIL), concatenated in split order."""
         schema = self._schema_for(splits)
-        tables = [t.cast(schema) for s in splits for t in self._read.read_split(s)]
+
+        def read(split: Split) -> list[pa.Table]:
+            return [t.cast(schema) for t in self._read.read_split(split)]
+
+        tables = [t for part in map_buckets(read, splits) for t in part]
         if not tables:
             return schema.empty_table()
         return pa.concat_tables(tables)

@@ -7,7 +7,7 @@ a section with several is merged as sorted runs by the table's merge engine.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -65,17 +65,17 @@ class SplitRead:
             if c not in self.read_names:
                 self.read_names.append(c)
         self.is_pk = bool(s.primary_keys)
-        self._vectors: dict[str, np.ndarray] = {}
         if self.is_pk:
             self.merge_spec = merge_spec_for(table, self.read_names)
             self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
             extra = [c for c in self.merge_spec.sequence_fields if c not in self.read_names]
             self.file_value_names = self.read_names + extra
 
-    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str]) -> pa.Table:
+    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str],
+                   vectors: Mapping[str, np.ndarray]) -> pa.Table:
         """The file's rows, minus the positions its deletion vector marks (if any)."""
         t = read_data_file(self.table, split.partition, split.bucket, f, columns)
-        positions = self._vectors.get(f.file_name)
+        positions = vectors.get(f.file_name)
         if positions is None:
             return t
         path = data_file_path(self.table, split.partition, split.bucket, f)
@@ -83,21 +83,23 @@ class SplitRead:
 
     # -- per split -----------------------------------------------------------------------
     def read_split(self, split: Split) -> Iterator[pa.Table]:
-        self._vectors = (
+        """The split's live rows (merged where its files overlap), in chunks. Safe to call
+        for several splits at once (threads): nothing per split is kept on the reader."""
+        vectors = (
             read_vectors(self.table, dict(split.deletion_files)) if split.deletion_files else {})
         if (split.raw_with_vectors and self.is_pk and not split.is_changelog
                 and all(f.delete_row_count == 0 for f in split.files)):
-            yield from self._read_raw(split)
+            yield from self._read_raw(split, vectors)
             return
         if not self.is_pk:
             for f in split.files:
-                yield self._finish(self._read_file(split, f, self.read_names))
+                yield self._finish(self._read_file(split, f, self.read_names, vectors))
             return
         key_cols = [KEY_PREFIX + k.name for k in self.key_fields]
         cols = key_cols + [SEQUENCE_NUMBER, VALUE_KIND] + self.file_value_names
         if split.is_changelog:
             for f in split.files:
-                t = self._read_file(split, f, cols)
+                t = self._read_file(split, f, cols, vectors)
                 kinds = pc.take(pa.array(ROW_KINDS), t.column(VALUE_KIND))
                 yield self._finish(t, kinds)
             return
@@ -108,26 +110,27 @@ class SplitRead:
                 # a compacted file with no retractions: plain columns only (level 0 files are not
                 # trusted: pypaimon 2.1 records 0 deletes for files that hold -D rows)
                 if f.level > 0 and f.delete_row_count == 0:
-                    yield self._finish(self._read_file(split, f, self.read_names))
+                    yield self._finish(self._read_file(split, f, self.read_names, vectors))
                     continue
-                t = self._read_file(split, f, cols)
+                t = self._read_file(split, f, cols, vectors)
                 live = pc.is_in(t.column(VALUE_KIND), pa.array([0, 2], pa.int8()))
                 yield self._finish(t.filter(live))
                 continue
             # run order breaks equal sequence numbers Paimon's way (merge/order.py)
             first_row = self.merge_spec.engine is MergeEngine.FIRST_ROW
-            runs = [[self._read_file(split, f, cols)] for f in merge_order(section, first_row)]
+            runs = [[self._read_file(split, f, cols, vectors)]
+                    for f in merge_order(section, first_row)]
             # a batch read needs every live row once, not key order
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
                                     columns=self.read_names, ordered=False):
                 yield self._finish(chunk)
 
-    def _read_raw(self, split: Split) -> Iterator[pa.Table]:
+    def _read_raw(self, split: Split, vectors: Mapping[str, np.ndarray]) -> Iterator[pa.Table]:
         """A deletion-vector split: every file (levels >= 1, no retractions) read as it is
         with its vector applied, no merge (Paimon's raw-convertible split). A split with a
         retraction left at a level >= 1 is merged on read instead, as pypaimon does."""
         for f in split.files:
-            yield self._finish(self._read_file(split, f, self.read_names))
+            yield self._finish(self._read_file(split, f, self.read_names, vectors))
 
     def _finish(self, t: pa.Table, kinds: pa.Array | None = None) -> pa.Table:
         names = list(self.names)

@@ -57,7 +57,9 @@ def map_buckets(fn: Callable[[A], R], items: Sequence[A]) -> list[R]:
     """``[fn(x) for x in items]``, on the bucket threads when there is more than one item.
     Every item runs to its end; then the first error (in ``items`` order) is raised, so the
     caller can clean up after all of them."""
-    if len(items) <= 1:
+    if len(items) <= 1 or threading.current_thread().name.startswith("lakecore-bucket"):
+        # one item, or called from a bucket thread (waiting there for other bucket tasks
+        # could deadlock the pool): on this thread
         return [fn(x) for x in items]
     futures = [bucket_pool().submit(fn, x) for x in items]
     wait(futures)
