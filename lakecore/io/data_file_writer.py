@@ -55,6 +55,17 @@ class FileWriterSpec:
     def is_kv(self) -> bool:
         return bool(self.key_fields)
 
+    @property
+    def dictionary_columns(self) -> list[str]:
+        """The file's columns that get a Parquet dictionary: all but the ones unique in a
+        key-value file (``_KEY_*``, ``_SEQUENCE_NUMBER``, the value of a one-field key)."""
+        unique = {KEY_PREFIX + f.name for f in self.key_fields}
+        if unique:
+            unique.add(SEQUENCE_NUMBER)
+        if len(self.key_fields) == 1:
+            unique.add(self.key_fields[0].name)
+        return [n for n in self.file_schema.names if n not in unique]
+
 
 class RollingFileWriter:
     """Writes sorted rows to Parquet data files rolled at the target size, with their metadata."""
@@ -111,12 +122,15 @@ class RollingFileWriter:
         self._path = self.paths.data_file_path(self.partition, self.bucket, self._name)
         self._stream = self.file_io.open_output_stream(self._path)
         self.written_paths.append(self._path)
-        # Dictionary pages fall back to plain after 64 KiB: unique columns (keys, sequence
-        # numbers) stop paying for a dictionary early, low-cardinality ones keep it.
+        # Columns unique within a file (the key, a single-field key's value column, sequence
+        # numbers) are written without a dictionary: building one costs more than the whole
+        # encoding of a small file and saves nothing. Other columns keep it (falling back to
+        # plain after 64 KiB), since low-cardinality values compress far better with it.
         self._writer = pq.ParquetWriter(
             self._stream,
             self.spec.file_schema,
             compression=self.spec.compression,
+            use_dictionary=self.spec.dictionary_columns,
             dictionary_pagesize_limit=64 * 1024,
         )
 
