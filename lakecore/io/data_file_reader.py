@@ -95,16 +95,29 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
                     raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
                 yield conform_chunk(_fill_missing(table, t, columns), target, path)
                 return
-            for batch in pf.iter_batches(batch_size=chunk_rows, columns=cols):
-                rows += batch.num_rows
-                yield conform_chunk(_fill_missing(table, pa.Table.from_batches([batch]), columns),
-                                    target, path)
+            for t in _chunks(pf, cols, chunk_rows):
+                rows += t.num_rows
+                yield conform_chunk(_fill_missing(table, t, columns), target, path)
     except CorruptFileError:
         raise
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(path, f"cannot read data file: {e}") from e
     if rows != f.row_count:
         raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
+
+
+def _chunks(pf: pq.ParquetFile, columns: list[str], chunk_rows: int) -> Iterator[pa.Table]:
+    """The file in chunks of about ``chunk_rows`` rows. Row groups up to twice that size are
+    read whole (``read_row_group`` decodes columns on Arrow's threads, about twice as fast as
+    ``iter_batches``); larger ones (Java Paimon writes 128 MB row groups) are streamed in
+    batches, so memory stays bounded."""
+    meta = pf.metadata
+    if all(meta.row_group(i).num_rows <= 2 * chunk_rows for i in range(meta.num_row_groups)):
+        for i in range(meta.num_row_groups):
+            yield pf.read_row_group(i, columns=columns)
+        return
+    for batch in pf.iter_batches(batch_size=chunk_rows, columns=columns):
+        yield pa.Table.from_batches([batch])
 
 
 def iter_sorted_run(table: FileStore, partition: Sequence[Any], bucket: int,
