@@ -26,6 +26,7 @@ from lakecore.read.deletion_vectors import read_vectors
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
 from lakecore.store.file_store import FileStore
+from lakecore.utils.threads import ordered_map
 
 ROW_KIND_COLUMN = "_ROW_KIND"
 
@@ -92,8 +93,7 @@ class SplitRead:
             yield from self._read_raw(split, vectors)
             return
         if not self.is_pk:
-            for f in split.files:
-                yield self._finish(self._read_file(split, f, self.read_names, vectors))
+            yield from self._read_raw(split, vectors)
             return
         key_cols = [KEY_PREFIX + k.name for k in self.key_fields]
         cols = key_cols + [SEQUENCE_NUMBER, VALUE_KIND] + self.file_value_names
@@ -128,9 +128,13 @@ class SplitRead:
     def _read_raw(self, split: Split, vectors: Mapping[str, np.ndarray]) -> Iterator[pa.Table]:
         """A deletion-vector split: every file (levels >= 1, no retractions) read as it is
         with its vector applied, no merge (Paimon's raw-convertible split). A split with a
-        retraction left at a level >= 1 is merged on read instead, as pypaimon does."""
-        for f in split.files:
-            yield self._finish(self._read_file(split, f, self.read_names, vectors))
+        retraction left at a level >= 1 is merged on read instead, as pypaimon does. (An
+        append split is read the same way.) The files are read side by side, a few ahead of
+        the caller, and come back in order."""
+        def read(f: DataFileMeta) -> pa.Table:
+            return self._finish(self._read_file(split, f, self.read_names, vectors))
+
+        yield from ordered_map(read, split.files)
 
     def _finish(self, t: pa.Table, kinds: pa.Array | None = None) -> pa.Table:
         names = list(self.names)

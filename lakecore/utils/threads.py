@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import TypeVar
 
 A = TypeVar("A")
@@ -46,6 +47,36 @@ def worker_count() -> int:
 def merge_pool() -> ThreadPoolExecutor:
     """The threads that sort and merge key-range sections (``merge/runs.py``)."""
     return _pool("merge")
+
+
+def file_pool() -> ThreadPoolExecutor:
+    """The threads that read whole files ahead of their caller (``ordered_map``)."""
+    return _pool("file")
+
+
+def ordered_map(fn: Callable[[A], R], items: Sequence[A]) -> Iterator[R]:
+    """``fn`` over ``items`` on the file threads, at most one per worker ahead of the caller,
+    results in ``items`` order. ``fn`` must not wait for other file-thread tasks."""
+    if len(items) <= 1:
+        yield from (fn(x) for x in items)
+        return
+    ahead = worker_count()
+    pending: deque[Future[R]] = deque()
+    rest = iter(items)
+    try:
+        for x in rest:
+            pending.append(file_pool().submit(fn, x))
+            if len(pending) >= ahead:
+                break
+        while pending:
+            out = pending.popleft().result()
+            for x in rest:
+                pending.append(file_pool().submit(fn, x))
+                break
+            yield out
+    finally:
+        for f in pending:
+            f.cancel()
 
 
 def bucket_pool() -> ThreadPoolExecutor:
