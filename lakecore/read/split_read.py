@@ -118,8 +118,10 @@ class SplitRead:
                 continue
             # run order breaks equal sequence numbers Paimon's way (merge/order.py)
             first_row = self.merge_spec.engine is MergeEngine.FIRST_ROW
-            runs = [[self._read_file(split, f, cols, vectors)]
-                    for f in merge_order(section, first_row)]
+            def read(f: DataFileMeta) -> pa.Table:
+                return self._read_file(split, f, cols, vectors)
+
+            runs = [[t] for t in ordered_map(read, merge_order(section, first_row))]
             # a batch read needs every live row once, not key order
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
                                     columns=self.read_names, ordered=False):
