@@ -28,6 +28,7 @@ from lakecore.format.manifest import DataFileMeta
 from lakecore.io.data_file_reader import data_file_path, read_data_file
 from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
+from lakecore.utils.threads import ordered_map
 
 FILE_COLUMN = "__lakecore_file"
 POS_COLUMN = "__lakecore_pos"
@@ -110,20 +111,22 @@ def superseded(table: FileStore, partition: Sequence[Any], bucket: int,
     if new_keys.num_rows == 0:
         return out
     probe = _KeyProbe(new_keys.select(keys))
-    for f in files:
+
+    def one(f: DataFileMeta) -> np.ndarray:
         t = read_data_file(table, partition, bucket, f, keys + [VALUE_KIND])
         n = t.num_rows
-        if n == 0:
-            continue
-        positions = probe.positions(t.select(keys))
+        positions = probe.positions(t.select(keys)) if n else np.zeros(0, np.int64)
         if positions.size == 0:
-            continue
+            return positions
         kinds = t.column(VALUE_KIND).to_numpy()
         positions = positions[(kinds[positions] == 0) | (kinds[positions] == 2)]  # +I, +U
         v = vectors.get(f.file_name)
         if v is not None and v.size and positions.size:
             deleted = ~deletion_mask(v, n, data_file_path(table, partition, bucket, f))
             positions = positions[~deleted[positions]]
+        return positions
+
+    for f, positions in zip(files, ordered_map(one, files)):  # files read side by side
         if positions.size:
             out[f.file_name] = positions.astype(np.uint64)
     return out

@@ -50,6 +50,9 @@ _LE_INT = struct.Struct("<i")
 
 def as_positions(values: object) -> np.ndarray:
     """Sorted unique ``uint64`` positions from any integer array-like."""
+    if isinstance(values, np.ndarray) and values.dtype == np.uint64 and (
+            values.size < 2 or bool(np.all(values[1:] > values[:-1]))):
+        return values  # already sorted and unique (a compaction's vectors always are)
     arr = np.asarray(values, dtype=np.int64)
     if arr.size and int(arr.min()) < 0:
         raise LakecoreValidationError("a deletion vector cannot hold a negative row position")
