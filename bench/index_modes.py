@@ -197,7 +197,7 @@ def commit(part):
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     write.write_arrow(part)
-    builder.newcommit_arrow().commit(write.preparecommit_arrow())
+    builder.new_commit().commit(write.prepare_commit())
     write.close()
 out = {}
 t = time.perf_counter()
@@ -210,7 +210,7 @@ commit(upsert)
 out["upsert"] = time.perf_counter() - t
 t = time.perf_counter()
 rb = table.new_read_builder()
-rows = rb.newread_all().to_arrow(rb.new_scan().plan().splits()).num_rows
+rows = rb.new_read().to_arrow(rb.new_scan().plan().splits()).num_rows
 out["read"] = time.perf_counter() - t
 out["read_rows"] = rows
 import importlib.metadata as m
