@@ -43,6 +43,7 @@ from lakecore.read.deletion_vectors import dv_entries
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
 from lakecore.utils.faults import CrashStep, maybe_crash
+from lakecore.utils.threads import map_buckets
 
 
 @dataclass(frozen=True)
@@ -273,19 +274,26 @@ def commit_compaction(table: FileStore, messages: Sequence[CommitMessage],
 
 def compact(table: FileStore, partitions: Sequence[Mapping[str, Any]] | None = None,
             full: bool = False, commit_user: str | None = None) -> CompactReport:
-    """Plan, run every bucket here, and commit: the dedicated compaction without Spark.
+    """Plan, run every bucket here (side by side on the bucket threads), and commit: the
+    dedicated compaction without Spark.
     It rewrites into the table's newest schema, whatever version ``table`` was opened at."""
     start = time.monotonic()
     table = table.with_latest_schema()
     plan = plan_compaction(table, partitions, full)
     report = CompactReport(table.identifier, full, skipped_reason=plan.skipped_reason)
-    messages: list[CommitMessage] = []
-    try:
-        for task in plan.tasks:
-            messages += run_task(table, task, full)
-    except BaseException:
+    def run(task: CompactionTask) -> tuple[list[CommitMessage], BaseException | None]:
+        try:
+            return run_task(table, task, full), None
+        except BaseException as e:  # raised below, after every bucket's files are cleaned up
+            return [], e
+
+    # buckets compact side by side on the bucket threads (each task writes its own bucket)
+    outcomes = map_buckets(run, list(plan.tasks))
+    messages = [m for done, _ in outcomes for m in done]
+    errors = [e for _, e in outcomes if e is not None]
+    if errors:
         FileStoreCommit(table, "abort").abort(messages)
-        raise
+        raise errors[0]
     if messages:
         result = commit_compaction(table, messages, commit_user, base_snapshot_id=plan.snapshot_id)
         report.snapshot_ids = result.snapshot_ids
