@@ -5,10 +5,10 @@ key (first/last row, since input is sorted), key and value stats, sequence range
 delete count and file source.
 
 Encoding runs one chunk behind the caller, on a shared worker thread (Parquet encoding and
-compression release the GIL): while chunk N is encoded the caller reads, merges or sorts
-chunk N+1. Chunks of one writer are written strictly in order, one at a time; ``close``,
-``take_results`` and ``abort`` wait for the chunk in flight, and a failed chunk's error is
-raised to the caller at its next call.
+compression release the GIL): while chunk N is encoded the caller measures its statistics,
+then reads, merges or sorts chunk N+1. Chunks of one writer are written strictly in order,
+one at a time; ``close``, ``take_results`` and ``abort`` wait for the chunk in flight, and a
+failed chunk's error is raised to the caller at its next call.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from lakecore.format.binary_row import EMPTY_ROW, encode_row
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
-from lakecore.io.stats_collector import StatsCollector
+from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
 from lakecore.schema.types import DataField
 from lakecore.store.file_io import FileIO
@@ -37,6 +37,20 @@ from lakecore.utils.threads import encode_pool
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024
+
+
+@dataclass(frozen=True)
+class _PartStats:
+    """What a written part adds to its file's metadata (measured before it is written)."""
+
+    rows: int
+    values: ChunkStats
+    keys: ChunkStats | None = None
+    min_seq: Any = None
+    max_seq: Any = None
+    deletes: int = 0
+    first_key: tuple | None = None
+    last_key: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -136,9 +150,19 @@ class RollingFileWriter:
 
     def write(self, chunk: pa.Table) -> None:
         """Append a chunk (already sorted after everything written before it); it is encoded
-        while the caller goes on (the module docstring)."""
+        while the caller measures its statistics and goes on (the module docstring)."""
         self._wait()
-        self._in_flight = encode_pool().submit(self._write_now, chunk)
+        # Slice so that the size check runs at least every ~target bytes of input.
+        per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
+        step = max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
+        parts = [chunk.slice(start, step) for start in range(0, chunk.num_rows, step)]
+        measured: Future[list[_PartStats]] = Future()
+        self._in_flight = encode_pool().submit(self._write_now, parts, step, measured)
+        try:
+            measured.set_result([self._measure(p) for p in parts])
+        except BaseException as e:
+            measured.set_exception(e)
+            raise
 
     def _wait(self) -> None:
         """Wait for the chunk in flight; its error, if any, is raised here."""
@@ -146,41 +170,51 @@ class RollingFileWriter:
         if pending is not None:
             pending.result()
 
-    def _write_now(self, chunk: pa.Table) -> None:
-        # Slice so that the size check runs at least every ~target bytes of input.
-        per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
-        step = max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
-        for start in range(0, chunk.num_rows, step):
-            part = chunk.slice(start, step)
+    def _write_now(self, parts: list[pa.Table], step: int,
+                   measured: Future[list[_PartStats]]) -> None:
+        names = self.spec.file_schema.names
+        for i, part in enumerate(parts):
             if self._writer is None:
                 self._open()
             assert self._writer is not None and self._stream is not None
-            self._writer.write_table(part.select(self.spec.file_schema.names), step)
+            self._writer.write_table(part.select(names), step)
             maybe_crash(CrashStep.WRITE_MID_DATA_FILE)
-            self._collect(part)
+            self._add(measured.result()[i])
             if self._stream.tell() >= self.spec.target_file_size:
                 self._close_file()
 
-    def _collect(self, part: pa.Table) -> None:
-        self._rows += part.num_rows
-        self._value_stats.update(part)
+    def _measure(self, part: pa.Table) -> _PartStats:
+        """One part's statistics (pure: runs on the caller's thread during encoding)."""
+        values = self._value_stats.measure(part)
+        if not self.spec.is_kv:
+            return _PartStats(part.num_rows, values)
+        mm = pc.min_max(part.column(SEQUENCE_NUMBER))
+        kinds = part.column(VALUE_KIND)
+        deletes = pc.sum(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py() or 0
+        names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
+        return _PartStats(
+            part.num_rows, values, self._key_stats.measure(part),
+            mm["min"].as_py(), mm["max"].as_py(), deletes,
+            tuple(part.column(n)[0].as_py() for n in names),
+            tuple(part.column(n)[part.num_rows - 1].as_py() for n in names))
+
+    def _add(self, m: _PartStats) -> None:
+        """Fold a written part's statistics into the open file's."""
+        self._rows += m.rows
+        self._value_stats.add(m.values)
         if self.spec.is_kv:
-            self._key_stats.update(part)
-            seq = part.column(SEQUENCE_NUMBER)
-            mm = pc.min_max(seq)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            self._min_seq = lo if self._min_seq is None else min(self._min_seq, lo)
-            self._max_seq = hi if self._max_seq is None else max(self._max_seq, hi)
-            kinds = part.column(VALUE_KIND)
-            self._deletes += pc.sum(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py() or 0
-            names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
+            assert m.keys is not None
+            self._key_stats.add(m.keys)
+            self._min_seq = m.min_seq if self._min_seq is None else min(self._min_seq, m.min_seq)
+            self._max_seq = m.max_seq if self._max_seq is None else max(self._max_seq, m.max_seq)
+            self._deletes += m.deletes
             if self._first_key is None:
-                self._first_key = tuple(part.column(n)[0].as_py() for n in names)
-            self._last_key = tuple(part.column(n)[part.num_rows - 1].as_py() for n in names)
+                self._first_key = m.first_key
+            self._last_key = m.last_key
         else:
             if self._min_seq is None:
                 self._min_seq = self._next_seq
-            self._next_seq += part.num_rows
+            self._next_seq += m.rows
             self._max_seq = self._next_seq - 1
 
     def _close_file(self) -> None:

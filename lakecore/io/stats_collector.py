@@ -44,6 +44,15 @@ def _truncate_max(v: Any, n: int) -> Any:
     return v
 
 
+@dataclass(frozen=True)
+class ChunkStats:
+    """Null counts, minimums and maximums (None: not kept or all null) of one chunk."""
+
+    nulls: list[int]
+    mins: list[Any]
+    maxs: list[Any]
+
+
 @dataclass
 class StatsCollector:
     """Accumulates min/max/null counts for ``names`` over successive chunks."""
@@ -60,18 +69,35 @@ class StatsCollector:
         self.mins, self.maxs, self.nulls = [None] * n, [None] * n, [0] * n
 
     def update(self, table: pa.Table) -> None:
+        self.add(self.measure(table))
+
+    def measure(self, table: pa.Table) -> ChunkStats:
+        """The statistics of one chunk, without touching the accumulated ones (thread-safe:
+        a writer measures a chunk while an earlier one is encoded)."""
+        nulls: list[int] = []
+        mins: list[Any] = []
+        maxs: list[Any] = []
         for i, name in enumerate(self.names):
             col = table.column(name)
-            self.nulls[i] += col.null_count
-            if self.mode.kind in ("counts", "none") or self.types[i].is_nested:
-                continue
-            if col.null_count == len(col):
+            nulls.append(col.null_count)
+            if (self.mode.kind in ("counts", "none") or self.types[i].is_nested
+                    or col.null_count == len(col)):
+                mins.append(None)
+                maxs.append(None)
                 continue
             mm = pc.min_max(col)
-            lo, hi = mm["min"].as_py(), mm["max"].as_py()
-            if self.mins[i] is None or lo < self.mins[i]:
+            mins.append(mm["min"].as_py())
+            maxs.append(mm["max"].as_py())
+        return ChunkStats(nulls, mins, maxs)
+
+    def add(self, chunk: ChunkStats) -> None:
+        """Fold one chunk's statistics (``measure``) into the accumulated ones."""
+        for i in range(len(self.names)):
+            self.nulls[i] += chunk.nulls[i]
+            lo, hi = chunk.mins[i], chunk.maxs[i]
+            if lo is not None and (self.mins[i] is None or lo < self.mins[i]):
                 self.mins[i] = lo
-            if self.maxs[i] is None or hi > self.maxs[i]:
+            if hi is not None and (self.maxs[i] is None or hi > self.maxs[i]):
                 self.maxs[i] = hi
 
     def result(self) -> SimpleStats:
