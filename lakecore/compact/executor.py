@@ -6,10 +6,13 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from lakecore.compact.changelog import ChangelogMaker
 from lakecore.compact.deletion_vectors import BucketVectors
 from lakecore.compact.keys import KeyOrder
 from lakecore.compact.levels import Levels, SortedRun
+from lakecore.compact.lookup import apply_vector
 from lakecore.compact.planner import CompactTaskPlan, plan_compaction
 from lakecore.compact.rewrite_plan import Rewrite, Upgrade
 from lakecore.compact.rewriter import MergeTreeRewriter
@@ -203,8 +206,11 @@ def _chain(acc: CompactResult, nxt: CompactResult, created: set[str],
 
 
 def compact_append_files(table: FileStore, partition: Sequence[Any], bucket: int,
-                         groups: Sequence[Sequence[DataFileMeta]]) -> CompactResult:
-    """Rewrite each group of an append-only bucket into new files, rows in sequence order."""
+                         groups: Sequence[Sequence[DataFileMeta]],
+                         vectors: Mapping[str, np.ndarray] | None = None) -> CompactResult:
+    """Rewrite each group of an append-only bucket into new files, rows in sequence order,
+    without the rows ``vectors`` (data file name -> deleted positions) mark."""
+    vectors = vectors or {}
     check_rewritable(table, [f for group in groups for f in group])
     spec = file_writer_spec(table)
     before: list[DataFileMeta] = []
@@ -218,8 +224,13 @@ def compact_append_files(table: FileStore, partition: Sequence[Any], bucket: int
                                   first_sequence=ordered[0].min_sequence_number)
             try:
                 for f in ordered:
+                    offset = 0
                     for chunk in iter_data_file(table, partition, bucket, f, names):
-                        w.write(chunk)
+                        n = chunk.num_rows
+                        chunk = apply_vector(chunk, vectors.get(f.file_name), offset)
+                        offset += n
+                        if chunk.num_rows:
+                            w.write(chunk)
                 after.extend(w.close())
             except BaseException:
                 w.abort()

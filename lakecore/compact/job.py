@@ -33,7 +33,6 @@ from lakecore.errors import (
     CommitConflictError,
     CommitTimeoutError,
     LakecoreValidationError,
-    UnsupportedFeatureError,
 )
 from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.index_manifest import IndexFileMeta
@@ -133,7 +132,7 @@ def _has_work(table: FileStore, files: Sequence[DataFileMeta], full: bool,
             return True
         return dv and (_deleted_heavy(table, files, index_files)
                        or _may_need_repair(table, files))
-    return bool(_append_groups(table, files, full))
+    return bool(_append_groups(table, files, full, index_files))
 
 
 def _may_need_repair(table: FileStore, files: Sequence[DataFileMeta]) -> bool:
@@ -149,25 +148,42 @@ def _may_need_repair(table: FileStore, files: Sequence[DataFileMeta]) -> bool:
     return any(not table.schema_of(i).core_options.deletion_vectors_enabled for i in ids)
 
 
-def _deleted_heavy(table: FileStore, files: Sequence[DataFileMeta],
-                   index_files: Sequence[IndexFileMeta]) -> bool:
-    """A file whose vector covers more than ``compaction.delete-ratio-threshold`` of it."""
+def _heavy_files(table: FileStore, files: Sequence[DataFileMeta],
+                 index_files: Sequence[IndexFileMeta], min_level: int = 1
+                 ) -> list[DataFileMeta]:
+    """The files whose vector covers more than ``compaction.delete-ratio-threshold`` of them."""
     ratio = table.options.compaction_delete_ratio_threshold
     cards = {n: r.cardinality for m in index_files for n, r in (m.dv_ranges or {}).items()}
-    return any(f.row_count and (cards.get(f.file_name) or 0) / f.row_count > ratio
-               for f in files if f.level > 0)
+    return [f for f in files if f.level >= min_level and f.row_count
+            and (cards.get(f.file_name) or 0) / f.row_count > ratio]
 
 
-def _append_groups(table: FileStore, files: Sequence[DataFileMeta], full: bool
+def _deleted_heavy(table: FileStore, files: Sequence[DataFileMeta],
+                   index_files: Sequence[IndexFileMeta]) -> bool:
+    """A file at a level >= 1 over ``compaction.delete-ratio-threshold`` (primary keys)."""
+    return bool(_heavy_files(table, files, index_files))
+
+
+def _append_groups(table: FileStore, files: Sequence[DataFileMeta], full: bool,
+                   index_files: Sequence[IndexFileMeta] = ()
                    ) -> list[tuple[DataFileMeta, ...]]:
+    """The groups an append bucket's compaction rewrites (each into new files, in sequence
+    order): the strategy's pick, plus each file over ``compaction.delete-ratio-threshold``
+    on its own (Paimon's append compaction picks such files to drop their deleted rows)."""
     ac = AppendCompaction.from_options(table.options)
     if table.options.bucket == -1:
-        return ac.pack_unaware(files)
-    if full:
+        groups = ac.pack_unaware(files)
+    elif full:
         picked = full_bucketed(files, compaction_file_size=ac.compaction_file_size)
-        return [picked] if picked else []
-    pick = pick_bucketed(files, min_file_num=ac.min_file_num, target_file_size=ac.target_file_size)
-    return [tuple(pick.compact_before)] if pick.compact_before else []
+        groups = [picked] if picked else []
+    else:
+        pick = pick_bucketed(files, min_file_num=ac.min_file_num,
+                             target_file_size=ac.target_file_size)
+        groups = [tuple(pick.compact_before)] if pick.compact_before else []
+    taken = {f.file_name for g in groups for f in g}
+    heavy = [f for f in _heavy_files(table, files, index_files, min_level=0)
+             if f.file_name not in taken]
+    return groups + [(f,) for f in sorted(heavy, key=lambda f: f.min_sequence_number)]
 
 
 def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | None = None,
@@ -185,8 +201,9 @@ def plan_compaction(table: FileStore, partitions: Sequence[Mapping[str, Any]] | 
                    and _matches(codec.decode(p), table.partition_keys, partitions)}
         tasks += plan_postpone(table, latest, live, pending)
     considered = len(tasks)
-    dv_index = (dv_entries(table, table.snapshot_manager.snapshot(latest))
-                if table.options.deletion_vectors_enabled else {})
+    # vectors are honoured whatever the option says now (another engine may have written
+    # them, or the option was turned off since): a rewrite must never bring deleted rows back
+    dv_index = dv_entries(table, table.snapshot_manager.snapshot(latest))
     for (pbytes, bucket), entries in sorted(live.items()):
         partition = codec.decode(pbytes)
         if (bucket == POSTPONE_BUCKET or pbytes in pending
@@ -225,10 +242,8 @@ def run_bucket_task(table: FileStore, task: BucketTask, full: bool) -> CommitMes
         result = BucketCompactor(table, task.partition, task.bucket, task.files,
                                  vectors=vectors).compact(full)
     else:
-        groups = _append_groups(table, task.files, full)
-        _refuse_vectors(task, groups)
-        result = compact_append_files(table, task.partition, task.bucket, groups) if groups \
-            else CompactResult()
+        groups = _append_groups(table, task.files, full, task.index_files)
+        result = _compact_append(table, task, groups) if groups else CompactResult()
     if result.is_empty():
         return None
     return CommitMessage(
@@ -243,15 +258,25 @@ def run_bucket_task(table: FileStore, task: BucketTask, full: bool) -> CommitMes
     )
 
 
-def _refuse_vectors(task: BucketTask, groups: Sequence[Sequence[DataFileMeta]]) -> None:
-    """Append files with deletion vectors are not rewritten (lakecore would have to carry the
-    vectors over); refuse rather than bring deleted rows back."""
-    marked = {n for m in task.index_files for n in (m.dv_ranges or {})}
-    hit = sorted(f.file_name for g in groups for f in g if f.file_name in marked)
-    if hit:
-        raise UnsupportedFeatureError(
-            f"compacting append files that have deletion vectors is not supported "
-            f"(partition {list(task.partition)}, bucket {task.bucket}: {hit[:3]})")
+def _compact_append(table: FileStore, task: BucketTask,
+                    groups: Sequence[Sequence[DataFileMeta]]) -> CompactResult:
+    """Rewrite an append bucket's groups. Files with deletion vectors (another engine's DELETE)
+    are read with them applied, so deleted rows stay deleted; their vectors go with them and
+    the bucket's remaining vectors are written as new index files (Paimon's DV maintainer)."""
+    if not any(m.dv_ranges for m in task.index_files):
+        return compact_append_files(table, task.partition, task.bucket, groups)
+    dv = BucketVectors.load(table, task.partition, task.bucket, task.index_files)
+    result = compact_append_files(table, task.partition, task.bucket, groups, dv.vectors)
+    dv.remove(f.file_name for f in result.before)
+    try:
+        new, replaced = dv.write(table, task.partition, task.bucket)
+    except BaseException:
+        for f in result.after:
+            table.file_io.delete_quietly(
+                table.paths.data_file_path(task.partition, task.bucket, f.file_name))
+        raise
+    return CompactResult(result.before, result.after, result.changelog,
+                         index_after=new, index_before=replaced)
 
 
 def commit_compaction(table: FileStore, messages: Sequence[CommitMessage],

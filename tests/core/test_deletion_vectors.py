@@ -188,33 +188,52 @@ def test_paimon_refuses_first_row_and_full_compaction_changelog_with_vectors(tmp
             **DV, "changelog-producer": "full-compaction"}, name="db.u")
 
 
-def test_append_table_vectors_apply_on_read_and_compaction_refuses(tmp_path):
+def _append_table_with_vector(tmp_path, small_files: int):
+    """An append table whose first file lost rows 1 and 3 (ids 2 and 4) through a vector, as
+    another engine's DELETE leaves it."""
     from lakecore.commit.message import CommitMessage
     from lakecore.compact.deletion_vectors import BucketVectors
     from lakecore.compact.job import commit_compaction
-    from lakecore.errors import UnsupportedFeatureError
-    from tests.core.helpers import table_files
 
     schema = pa.schema([("id", pa.int64()), ("v", pa.string())])
     t = make_table(str(tmp_path), schema, options={"deletion-vectors.enabled": "true"})
     write(t, {"id": [1, 2, 3, 4], "v": list("abcd")})
-    for i in range(5, 11):  # enough small files for the append compaction to pick them
+    for i in range(5, 5 + small_files):
         write(t, {"id": [i], "v": ["x"]})
     (split,) = TableScan(t).plan().splits()
     first = min(split.files, key=lambda f: f.min_sequence_number)
-    # another engine deleted rows 1 and 3 of the first file through a vector
     dv = BucketVectors()
     dv.mark({first.file_name: np.array([1, 3], dtype=np.uint64)})
     new, _ = dv.write(t, split.partition, split.bucket)
     commit_compaction(t, [CommitMessage(split.partition, split.bucket, -1,
                                         compact_new_index_files=new)])
+    return t, first.file_name
+
+
+def test_append_table_compaction_drops_deleted_rows_and_their_vectors(tmp_path):
+    """Append files with vectors are rewritten with the vectors applied: deleted rows stay
+    deleted, the rewritten file's vector leaves the index, and the rows read the same."""
+    t, first = _append_table_with_vector(tmp_path, small_files=6)
     want = [1, 3] + list(range(5, 11))
     assert [r["id"] for r in read(t, "id")] == want
-    before = table_files(t)
-    with pytest.raises(UnsupportedFeatureError, match="deletion vectors"):
-        t.compact(full=True)
-    assert table_files(t) == before
+    assert vectors(t) == {first: [1, 3]}
+    report = t.compact(full=True)
+    assert report.files_before == 7 and report.rows_after == len(want)
     assert [r["id"] for r in read(t, "id")] == want
+    assert vectors(t) == {} and dv_entries(t) == []
+    assert first not in live_files(t)
+
+
+def test_append_file_over_the_delete_ratio_is_rewritten_alone(tmp_path):
+    """A file whose vector covers more than compaction.delete-ratio-threshold (2 of 4 rows)
+    is rewritten by the next compaction even when the strategy picks nothing else."""
+    t, first = _append_table_with_vector(tmp_path, small_files=1)
+    others = set(live_files(t)) - {first}
+    report = t.compact()
+    assert report.files_before == 1 and report.rows_after == 2
+    assert others <= set(live_files(t)) and first not in live_files(t)
+    assert [r["id"] for r in read(t, "id")] == [1, 3, 5]
+    assert vectors(t) == {}
 
 
 def test_bitmap64_vectors_round_trip_through_a_table(tmp_path):
