@@ -58,6 +58,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "expire": ([], ["--quick"]),
     "scaling": ([], ["--quick"]),
     "spark_ingest": ([], ["--quick"]),
+    "spark_datasource": ([], ["--quick"]),
     "schema_evolution": ([], ["--quick"]),
     "index_modes": ([], ["--quick"]),
     "object_store": (["--write-results"], ["--quick"]),  # moto from .venv-moto (make bench)

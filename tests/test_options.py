@@ -264,7 +264,7 @@ NO_DEFAULT = [
     "partition.expiration-time", "partition.timestamp-formatter", "partition.timestamp-pattern",
     "scan.snapshot-id", "scan.timestamp-millis", "scan.tag-name", "incremental-between", "path",
     "postpone.target-row-num-per-bucket", "dynamic-bucket.initial-buckets",
-    "dynamic-bucket.assigner-parallelism",
+    "dynamic-bucket.assigner-parallelism", "consumer.expiration-time",
 ]
 
 

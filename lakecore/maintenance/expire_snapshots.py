@@ -54,7 +54,7 @@ from lakecore.maintenance.refs import (
     snapshot_or_none,
 )
 from lakecore.maintenance.retention import ExpireConfig, expire_end
-from lakecore.store.consumers import consumer_min_next_snapshot
+from lakecore.store.consumers import consumer_min_next_snapshot, expire_consumers
 from lakecore.store.file_store import FileStore
 from lakecore.store.tags import read_tags, tagged_snapshots
 from lakecore.utils.clock import to_epoch_millis
@@ -148,8 +148,9 @@ def plan_expire_snapshots(
         snap = snapshot_or_none(table, sid)
         return None if snap is None else snap.time_millis
 
-    end = expire_end(earliest, latest, time_of, cfg, to_epoch_millis(now),
-                     consumer_min_next_snapshot(table))
+    now_millis = to_epoch_millis(now)
+    end = expire_end(earliest, latest, time_of, cfg, now_millis,
+                     consumer_min_next_snapshot(table, now_millis))
     hint_missing = not table.file_io.exists(table.paths.earliest_hint)
     if end <= earliest:
         return ExpirePlan(write_earliest_hint=earliest if hint_missing else None)
@@ -408,4 +409,5 @@ def expire_snapshots(
                              "manifest_lists": len(plan.manifest_lists),
                              "index_files": len(plan.index_files),
                              "index_manifests": len(plan.index_manifests)})
+    expire_consumers(table, to_epoch_millis(now))  # Paimon: abandoned consumers first
     return execute_expire_plan(table, plan)

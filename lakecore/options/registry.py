@@ -589,6 +589,11 @@ SCAN_TIMESTAMP_MILLIS = _opt(
     fallback_keys=("log.scan.timestamp-millis",),
 )
 SCAN_TAG_NAME = _opt("scan.tag-name", parse_non_blank, None, "Read as of this tag.")
+CONSUMER_EXPIRATION_TIME = _opt(
+    "consumer.expiration-time", parse_duration, None,
+    "A streaming consumer not updated for this long no longer holds snapshots (and expiry "
+    "deletes it).",
+)
 INCREMENTAL_BETWEEN = _opt(
     "incremental-between", parse_incremental_between, None,
     "Read the changes between two snapshot ids or two tags: 'start,end'.",

@@ -250,6 +250,7 @@ class OptionsView:
 
     # --- reading ------------------------------------------------------------------------
     scan_snapshot_id = _Optional(reg.SCAN_SNAPSHOT_ID)
+    consumer_expiration_time = _Optional(reg.CONSUMER_EXPIRATION_TIME)
     scan_timestamp_millis = _Optional(reg.SCAN_TIMESTAMP_MILLIS)
     scan_tag_name = _Optional(reg.SCAN_TAG_NAME)
     incremental_between = _Optional(reg.INCREMENTAL_BETWEEN)

@@ -1,5 +1,8 @@
 """lakecore on Spark: the only package that imports pyspark.
 
+* ``register(spark)``: the ``lakecore`` data source (``spark.read.format("lakecore")``,
+  ``df.write.format("lakecore")``, streams; ``lakecore.spark.datasource``).
+* ``register_tables(spark, warehouse)``: every table as a temporary view for ``spark.sql``.
 * ``read_table(spark, warehouse, "db.t", ...)``: a table as a DataFrame (executors read).
 * ``ingest.ingest_dataframe`` / ``ingest.ingest_parquet`` / ``compact.compact_table`` /
   ``maintain.maintain_table``: the jobs' bodies, usable from a session of your own.
@@ -10,7 +13,40 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["read_table"]
+__all__ = ["read_table", "register", "register_tables"]
+
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def register(spark: Any, filter_pushdown: bool = True) -> None:
+    """Register the ``lakecore`` data source in ``spark``'s session.
+
+    Spark plans Python data sources in workers without a session, so what they need from it
+    is captured now: the ``spark.lakecore.*`` conf (``warehouse``, catalog options) and the
+    file-split sizing (``spark.sql.files.maxPartitionBytes`` / ``openCostInBytes``, default
+    parallelism), by which splits are packed into input partitions. With ``filter_pushdown``
+    (the default) this also sets ``spark.sql.python.filterPushdown.enabled`` (PySpark 4.3
+    fails planning a reader that pushes filters while it is off); with False the conf is left
+    alone and Spark applies every filter itself. Register again after changing either.
+    """
+    from lakecore.spark.datasource.batch_read import SplitSizing
+    from lakecore.spark.datasource.source import registered_class
+
+    if filter_pushdown:
+        spark.conf.set(PUSHDOWN_CONF, "true")
+    conf = {k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.lakecore.")}
+    sizing = SplitSizing(
+        _bytes(spark.conf.get("spark.sql.files.maxPartitionBytes", "128m")),
+        _bytes(spark.conf.get("spark.sql.files.openCostInBytes", "4m")),
+        spark.sparkContext.defaultParallelism)
+    spark.dataSource.register(registered_class(conf, filter_pushdown, sizing))
+
+
+def _bytes(text: str) -> int:
+    """A Spark byte size (``134217728``, ``128m``, ``4MB``) in bytes."""
+    from lakecore.options.parse import parse_memory_size
+
+    return int(parse_memory_size(text))
 
 
 def __getattr__(name: str) -> Any:
@@ -20,4 +56,8 @@ def __getattr__(name: str) -> Any:
         from lakecore.spark.read import read_table
 
         return read_table
+    if name == "register_tables":
+        from lakecore.spark.datasource.sql import register_tables
+
+        return register_tables
     raise AttributeError(name)

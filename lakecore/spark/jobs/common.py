@@ -81,6 +81,9 @@ def start_session(app_name: str, master: str | None, log_level: str) -> Any:
         builder = builder.config("spark.pyspark.python", sys.executable)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    from lakecore.spark import register
+
+    register(spark)  # the `lakecore` data source, for job bodies and sources that read tables
     return spark
 
 
