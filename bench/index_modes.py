@@ -18,7 +18,11 @@ before each phase):
     write and upsert include that compaction and the read merges nothing;
   - ``dynamic``: ``bucket = -1`` (Paimon's default): keys assigned to buckets through the
     HASH index (``dynamic-bucket.target-row-num``, ``--target-row-num``), whose files each
-    commit writes.
+    commit writes;
+  - ``dv-ingest`` and ``dynamic-ingest``: the same tables the way lakecore's pipeline writes
+    them: ``write-only`` ingest commits; for the DV table the write and the upsert each end
+    with the dedicated compaction (``table.compact()``) that lifts level 0 and makes it
+    visible (the off-peak DAG's job).
 
 * pypaimon 2.1 (``.venv-paimon``), where it applies: the same write + upsert into a
   dynamic-bucket table (``bucket`` unset) and its read. pypaimon cannot compact, so it has
@@ -73,11 +77,20 @@ MODES = {
     "fixed": {"bucket": "1"},
     "dv": {"bucket": "1", "deletion-vectors.enabled": "true"},
     "dynamic": {},  # bucket unset: -1, Paimon's default for a primary-key table
+    # the pipeline's flow: write-only ingest commits, then the dedicated compaction
+    "dv-ingest": {"bucket": "1", "deletion-vectors.enabled": "true", "write-only": "true"},
+    "dynamic-ingest": {"write-only": "true"},
 }
 LABELS = {"fixed": "fixed bucket (merge-on-read)", "dv": "deletion vectors",
-          "dynamic": "dynamic bucket"}
+          "dynamic": "dynamic bucket",
+          "dv-ingest": "deletion vectors, write-only ingest + dedicated compaction",
+          "dynamic-ingest": "dynamic bucket, write-only ingest"}
 TARGETS = {("dv", "read"): 0.8, ("dv", "write"): 0.3, ("dv", "upsert"): 0.3,
-           ("dynamic", "write"): 0.4, ("dynamic", "upsert"): 0.4}
+           ("dynamic", "write"): 0.4, ("dynamic", "upsert"): 0.4,
+           ("dv-ingest", "read"): 0.8, ("dv-ingest", "write"): 0.3,
+           ("dv-ingest", "upsert"): 0.3,
+           ("dynamic-ingest", "write"): 0.4, ("dynamic-ingest", "upsert"): 0.4}
+COMPACTED = {"dv-ingest"}  # modes whose write and upsert include a dedicated compaction
 
 
 # --- children ------------------------------------------------------------------------------
@@ -101,7 +114,7 @@ def _create(catalog: Any, name: str, options: dict[str, str]) -> Any:
 
 def _mode_options(mode: str, args: argparse.Namespace) -> dict[str, str]:
     options = dict(MODES[mode])
-    if mode == "dynamic":
+    if mode.startswith("dynamic"):
         options["dynamic-bucket.target-row-num"] = str(args.target_row_num)
     return options
 
@@ -136,12 +149,19 @@ def child_main(args: argparse.Namespace) -> Result:
             try:
                 table = _create(catalog, name, _mode_options(mode, args))
 
-                def write(table: Any = table) -> None:
+                def write(table: Any = table, mode: str = mode) -> None:
                     for part in commit_slices(base, args.commits):
                         commit_arrow(table, part)
+                    if mode in COMPACTED:  # level 0 becomes visible
+                        table.compact()
+
+                def upsert_(table: Any = table, mode: str = mode) -> None:
+                    commit_arrow(table, upsert)
+                    if mode in COMPACTED:
+                        table.compact()
 
                 run_phase(res, "write", write)
-                run_phase(res, "upsert", lambda table=table: commit_arrow(table, upsert))
+                run_phase(res, "upsert", upsert_)
                 merged = run_phase(res, "read", lambda name=name: read_all(catalog, name))
                 if round_ == 0:
                     res["check"] = check_merged(merged, base, upsert)
