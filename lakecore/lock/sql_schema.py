@@ -13,6 +13,8 @@ name (they list their columns), so that its own release deletes only its own row
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -163,7 +165,21 @@ def sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     # WAL + synchronous=NORMAL: a commit survives any process crash and costs no fsync; only
     # an OS crash can drop the newest rows, and then every process holding them died too (an
     # SQLite lock only ever serves one machine).
+    # Journal mode is persistent: once the file is in WAL mode (the usual case) it is only
+    # read. Switching needs a lock the busy handler does not wait for, so several processes
+    # opening a fresh lock database at once retry it briefly ("database is locked").
     cur = dbapi_conn.cursor()
-    cur.execute("PRAGMA journal_mode=WAL")
-    cur.execute("PRAGMA synchronous=NORMAL")
-    cur.close()
+    try:
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                if str(cur.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                    cur.execute("PRAGMA journal_mode=WAL")
+                break
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+        cur.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cur.close()
