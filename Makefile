@@ -65,7 +65,7 @@ test: venv paimon-venv moto-venv lint browser dist/lakecore.zip
 demo: venv dist/lakecore.zip
 	PYTHONPATH=plugins $(PY) -m lake_airflow.demo --root .demo
 
-# The randomized model tests with the long profile: 10x the fast (CI) profile's operations,
+# The randomized model tests with the long profile: 13x the fast (CI) profile's examples,
 # freshly random each run (a failure prints its seed / reproduce blob), plus the crash matrix
 # at every occurrence of every step (LAKECORE_CRASH_MATRIX=full, 178 kill points).
 soak: venv paimon-venv

@@ -1,5 +1,6 @@
 """Data-aware scheduling with a real Airflow: api-server, scheduler (LocalExecutor) and
-triggerer processes (``lake_airflow.stack``) on SQLite and on PostgreSQL.
+triggerer processes (``lake_airflow.stack``) on SQLite, the metadata DB ``make demo`` runs
+this stack on.
 
 * An ingest's asset event makes **Airflow's scheduler** queue a run of the downstream DAG
   ``lakecore_orders_report`` (nobody triggers it), and that run reads exactly the snapshot the
@@ -11,7 +12,13 @@ triggerer processes (``lake_airflow.stack``) on SQLite and on PostgreSQL.
   compacts exactly the bucket that reached ``num-sorted-run.stop-trigger``.
 
 The writers run in-process (``lake_airflow.localrun``) while their DAGs stay paused, so the
-scheduler only runs what the asset events and the sensor DAG give it."""
+scheduler only runs what the asset events and the sensor DAG give it.
+
+One metadata DB is enough here: what these tests are about (the asset events our commits
+emit, the report reading the event's snapshot, the trigger, the compaction plan) goes through
+Airflow's ORM and is the same on any DB. What PostgreSQL changes for lakecore (the lock table
+in the metadata DB, every DAG run against it, concurrent jobs of one table) is
+``test_pipeline.test_every_dag_on_postgres_with_overlapping_runs`` and ``tests/lock``."""
 
 from __future__ import annotations
 
@@ -90,15 +97,10 @@ class Meta:
         return runs[n - 1]
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def stack(request: pytest.FixtureRequest, tmp_path: Path, spark_zip: Path
-          ) -> Iterator[tuple[Lake, AirflowStack, Meta]]:
-    if request.param == "postgresql":
-        db_url = request.getfixturevalue("pg_database")
-        lake = Lake(tmp_path, db_url=db_url, lock_url=db_url)
-    else:
-        lake = Lake(tmp_path)
-        db_url = f"sqlite:///{lake.home / 'airflow.db'}"
+@pytest.fixture
+def stack(tmp_path: Path, spark_zip: Path) -> Iterator[tuple[Lake, AirflowStack, Meta]]:
+    lake = Lake(tmp_path)
+    db_url = f"sqlite:///{lake.home / 'airflow.db'}"
     st = AirflowStack(lake.env, tmp_path / "logs", unpause=DOWNSTREAM)
     st.start()
     meta = Meta(db_url)

@@ -22,7 +22,7 @@ from lake_airflow.demo import airflow_env, orders_extract
 from lake_airflow.tables import ensure_table, open_catalog
 
 from lakecore.store.partition_done import mark_partition_done
-from tests.airflow.conftest import REPO, airflow_cli
+from tests.airflow.conftest import REPO, airflow_cli, migrate_db
 from tests.airflow.test_ui import CHROMIUM, PASSWORD, Server, api_server
 
 pytestmark = pytest.mark.slow
@@ -54,7 +54,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
     })
     seed_orders(tmp / "wh")
-    airflow_cli(env, "db", "migrate")
+    migrate_db(env)
     airflow_cli(env, "dags", "reserialize")  # registers the tables' assets
     with api_server(env, tmp) as url:
         r = requests.post(url + "/auth/token", json={"username": "admin", "password": PASSWORD},

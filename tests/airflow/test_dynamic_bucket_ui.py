@@ -16,7 +16,7 @@ import pytest
 import yaml
 from lake_airflow.demo import airflow_env
 
-from tests.airflow.conftest import airflow_cli
+from tests.airflow.conftest import migrate_db
 from tests.airflow.test_dynamic_bucket_tables import tables_file
 from tests.airflow.test_ui import CHROMIUM, PASSWORD, api_server
 
@@ -66,7 +66,7 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
     })
     seed(cfg_path, tmp / "wh", home)
-    airflow_cli(env, "db", "migrate")
+    migrate_db(env)
     with api_server(env, tmp) as url:
         with playwright.sync_playwright() as p:
             b = p.chromium.launch(executable_path=CHROMIUM, args=[

@@ -31,7 +31,7 @@ from lake_airflow.demo import (
 )
 
 from lakecore import CatalogFactory
-from tests.airflow.conftest import airflow_cli
+from tests.airflow.conftest import migrate_db
 
 pytestmark = pytest.mark.slow
 D1, D2 = "2026-11-01", "2026-11-02"
@@ -47,7 +47,7 @@ class Lake:
         self.env = airflow_env(self.home, self.warehouse, self.landing, db_url=db_url,
                                lock_url=lock_url)
         self.output: list[str] = []
-        airflow_cli(self.env, "db", "migrate")
+        migrate_db(self.env)
 
     def start(self, *specs: dict[str, Any]) -> subprocess.Popen[str]:
         cmd = [sys.executable, "-m", "lake_airflow.localrun", *map(json.dumps, specs)]

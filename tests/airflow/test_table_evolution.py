@@ -18,7 +18,7 @@ from lake_airflow.demo import airflow_env, read_table
 from lake_airflow.tables import TableMismatchError, ensure_table, ensure_tables, open_catalog
 
 from lakecore import CatalogFactory
-from tests.airflow.conftest import airflow_cli
+from tests.airflow.conftest import migrate_db
 
 REPO = Path(__file__).resolve().parents[2]
 ORDERS, CUSTOMERS = "shop.orders", "shop.customers"
@@ -144,7 +144,7 @@ def test_prepare_step_alters_or_fails_in_airflow(tmp_path: Path) -> None:
     env = airflow_env(home, wh, tmp_path / "landing",
                       extra={"LAKECORE_TABLES_CONFIG": str(tables)})
     tables.write_text(yaml.safe_dump(base))
-    airflow_cli(env, "db", "migrate")
+    migrate_db(env)
 
     def prepare(data: dict[str, Any], date: str) -> dict[str, Any]:
         tables.write_text(yaml.safe_dump(data))

@@ -23,7 +23,7 @@ import pytest
 import requests
 from lake_airflow.demo import airflow_env, customer_changes
 
-from tests.airflow.conftest import REPO, airflow_cli
+from tests.airflow.conftest import REPO, airflow_cli, migrate_db
 
 pytestmark = pytest.mark.slow
 CHROMIUM = "/usr/bin/chromium"
@@ -116,7 +116,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "False",
     })
     seed_warehouse(tmp / "wh", home)
-    airflow_cli(env, "db", "migrate")
+    migrate_db(env)
     airflow_cli(env, "dags", "reserialize")  # the api-server does not parse DAGs
     with api_server(env, tmp) as url:
         r = requests.post(url + "/auth/token", json={"username": "admin", "password": PASSWORD},

@@ -105,7 +105,7 @@ def test_writers_and_a_compactor_through_the_lock(tmp_path: Path, write_only: st
     seed = int(SEED) if SEED is not None else (0 if PROFILE == "fast" else random.randrange(2**31))
     print(f"multi-process model test: seed {seed} (LAKECORE_MODEL_SEED={seed} reproduces the "
           "writers' records; the interleaving is the scheduler's)")
-    rounds = MP_ROUNDS * SCALE
+    rounds = MP_ROUNDS
     options = {"warehouse": str(tmp_path / "wh"), "lock.enabled": "true", "lock.type": "jdbc",
                "lock.uri": f"sqlite:///{tmp_path}/lock.db", "catalog-key": unique_key(),
                "lock-check-max-sleep": "100 ms"}

@@ -1,6 +1,11 @@
 """A postpone-bucket table (``bucket = -2``) on Spark: the ingest writes pending files, the
 compaction job assigns them to real buckets and makes them visible (library level, the shared
-session)."""
+session).
+
+No spark-submit run here: for a table without fixed buckets the ingest job's Parquet path is
+``ingest_dataframe`` over Spark's reader and the compaction job is ``plan_compact`` then
+``compact_table``, the functions tested below; the jobs themselves go through the real
+spark-submit with the zip in ``test_submit.py`` (each submit costs 15-40 s)."""
 
 from __future__ import annotations
 
@@ -41,27 +46,6 @@ def test_ingest_then_compaction_job_makes_postpone_data_visible(spark, warehouse
     assert buckets == {0, 1}
     again = compact_table(spark, table, warehouse, CompactRequest())
     assert again.snapshot_ids == () and again.skipped_reason
-
-
-def test_spark_submit_ingest_and_compaction_jobs_on_a_postpone_table(warehouse, tmp_path):
-    """The jobs the DAGs run (spark-submit, lakecore shipped as the zip): the ingest leaves the
-    rows pending, the compaction job (what the off-peak compaction DAG submits) shows them."""
-    from tests.spark import submit
-
-    zip_path = submit.build_zip()
-    table = h.create(warehouse, "db.t", bucket="-2", **{"postpone.default-bucket-num": "2"})
-    data = h.batches(1, rows=400)[0]
-    source = h.write_parquet(str(tmp_path / "src"), "part-0", data)
-    args = ["--warehouse", warehouse, "--table", "db.t"]
-    done = submit.run("ingest", [*args, "--source", source, "--source-format", "parquet",
-                                 "--commit-identifier", "1"], zip_path, tmp_path)
-    assert done.returncode == 0, done.output[-5000:]
-    assert done.summary["rows"] == data.num_rows
-    assert h.rows(table) == []
-    done = submit.run("compact", args, zip_path, tmp_path)
-    assert done.returncode == 0, done.output[-5000:]
-    assert done.summary["snapshot_ids"] == [2] and done.summary["buckets_planned"] == 3
-    assert h.rows(table) == h.model([data])
 
 
 def test_null_key_in_a_postpone_ingest_fails_and_leaves_nothing(spark, warehouse, tmp_path):
