@@ -64,6 +64,17 @@ def lc_table(wh):
     return CatalogFactory.create({"warehouse": wh}).get_table("db.t")
 
 
+def lc_write(t, data):
+    """One lakecore batch commit of ``data``."""
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    try:
+        w.write_arrow(data)
+        wb.new_commit().commit(w.prepare_commit())
+    finally:
+        w.close()
+
+
 def vector_count(t):
     entries = t.index_entries(t.snapshot_manager.latest(), DELETION_VECTORS_INDEX)
     return sum(len(e.index_file.dv_ranges or {}) for e in entries)
@@ -144,11 +155,7 @@ def test_lakecore_creates_writes_compacts_pypaimon_reads(tmp_path: Path) -> None
                batch(range(3, 3000, 310), "b", 2, None, "-D"),
                batch(range(0, 3000, 130), "b", 3, "z")]
     for b in batches:  # inline compaction: every commit lifts level 0 and marks vectors
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
-        w.write_arrow(b)
-        wb.new_commit().commit(w.prepare_commit())
-        w.close()
+        lc_write(t, b)
         model = model_apply(model, b)
     assert vector_count(t) > 0
     assert pp_rows(wh) == lc_rows(t) == rows(model)
@@ -200,11 +207,7 @@ def test_turning_vectors_on_pypaimon_reads_no_duplicates_after_first_compaction(
     # updates only: no retraction that would make pypaimon merge the split anyway
     steps = [(batch(range(500), "a", 1, "x"), True), (batch(range(0, 500, 5), "a", 2), False)]
     for b, full in steps:
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
-        w.write_arrow(b)
-        wb.new_commit().commit(w.prepare_commit())
-        w.close()
+        lc_write(t, b)
         t.compact(full=full)
         model = model_apply(model, b)
     assert lc_rows(t) == rows(model)
@@ -231,21 +234,13 @@ def test_index_files_rolled_at_target_size_read_by_pypaimon(tmp_path: Path) -> N
     for b in (batch(range(2000), "a", 1, "x"), batch(range(0, 2000, 7), "a", 2, "y"),
               batch(range(0, 2000, 11), "a", 3, "z"),
               batch(range(5, 2000, 13), "a", 4, None, "-D")):
-        wb = t.new_batch_write_builder()
-        w = wb.new_write()
-        w.write_arrow(b)
-        wb.new_commit().commit(w.prepare_commit())
-        w.close()
+        lc_write(t, b)
         model = model_apply(model, b)
     entries = t.index_entries(t.snapshot_manager.latest(), DELETION_VECTORS_INDEX)
     assert len(entries) >= 2 and all(len(e.index_file.dv_ranges or {}) == 1 for e in entries)
     assert pp_rows(wh) == lc_rows(t) == rows(model)
     more = batch(range(1, 2000, 5), "a", 5, "w")
-    wb = t.new_batch_write_builder()
-    w = wb.new_write()
-    w.write_arrow(more)
-    wb.new_commit().commit(w.prepare_commit())
-    w.close()
+    lc_write(t, more)
     model = model_apply(model, more)
     t = lc_table(wh)
     live = {f.file_name for s in t.new_read_builder().new_scan().plan().splits() for f in s.files}

@@ -25,7 +25,7 @@ that no snapshot references, for orphan removal, as the ingest job's lost tasks 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,39 @@ class LakecoreCommitMessage(WriterCommitMessage):
 
     messages: bytes | None
     rows: int
+
+
+def write_task(iterator: Iterator[pa.RecordBatch], open_writer: Callable[[], TableWrite]
+               ) -> tuple[list[CommitMessage], int]:
+    """One task's rows through one write-only writer (opened at the first row, fed in slices
+    of ``WRITE_BATCH_ROWS``): its commit messages and row count. On a failure the task's own
+    files are deleted (the driver's abort deletes the other tasks')."""
+    writer: TableWrite | None = None
+    pending: list[pa.RecordBatch] = []
+    pending_rows = rows = 0
+    try:
+        for batch in iterator:
+            if not batch.num_rows:
+                continue
+            pending.append(batch)
+            pending_rows += batch.num_rows
+            if pending_rows >= WRITE_BATCH_ROWS:
+                writer = writer or open_writer()
+                writer.write_arrow(pa.Table.from_batches(pending))
+                rows += pending_rows
+                pending, pending_rows = [], 0
+        if pending:
+            writer = writer or open_writer()
+            writer.write_arrow(pa.Table.from_batches(pending))
+            rows += pending_rows
+        messages = writer.prepare_commit() if writer is not None else []
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    if writer is not None:
+        writer.close()
+    return messages, rows
 
 
 def decode(messages: Sequence[WriterCommitMessage | None]) -> list[CommitMessage]:
@@ -105,31 +138,7 @@ class LakecoreWriter(DataSourceArrowWriter):
             for _ in iterator:
                 pass
             return LakecoreCommitMessage(None, 0)
-        writer: TableWrite | None = None
-        pending: list[pa.RecordBatch] = []
-        pending_rows = rows = 0
-        try:
-            for batch in iterator:
-                if not batch.num_rows:
-                    continue
-                pending.append(batch)
-                pending_rows += batch.num_rows
-                if pending_rows >= WRITE_BATCH_ROWS:
-                    writer = writer or self._open()
-                    writer.write_arrow(pa.Table.from_batches(pending))
-                    rows += pending_rows
-                    pending, pending_rows = [], 0
-            if pending:
-                writer = writer or self._open()
-                writer.write_arrow(pa.Table.from_batches(pending))
-                rows += pending_rows
-            messages = writer.prepare_commit() if writer is not None else []
-        except BaseException:
-            if writer is not None:
-                writer.abort()  # this task's files; Spark's abort deletes the others'
-            raise
-        if writer is not None:
-            writer.close()
+        messages, rows = write_task(iterator, self._open)
         blob = serialize_messages(messages) if messages else None
         return LakecoreCommitMessage(blob, rows)
 

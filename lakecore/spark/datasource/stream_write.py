@@ -52,7 +52,7 @@ from lakecore.errors import (
     UnsupportedFeatureError,
 )
 from lakecore.options import ChangelogProducer
-from lakecore.spark.datasource.batch_write import LakecoreCommitMessage, decode
+from lakecore.spark.datasource.batch_write import LakecoreCommitMessage, decode, write_task
 from lakecore.spark.datasource.options import (
     COMMIT_IDENTIFIER,
     COMMIT_USER,
@@ -61,7 +61,6 @@ from lakecore.spark.datasource.options import (
 )
 from lakecore.spark.faults import pause_point
 from lakecore.spark.table_ref import TableRef
-from lakecore.spark.tasks import WRITE_BATCH_ROWS
 from lakecore.spark.types import validate_source
 from lakecore.store.file_io import FileIO
 from lakecore.table import FileStoreTable
@@ -126,29 +125,7 @@ class LakecoreStreamWriter(DataSourceStreamArrowWriter):
         return table.new_stream_write_builder().new_write()
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
-        writer: TableWrite | None = None
-        pending: list[pa.RecordBatch] = []
-        pending_rows = rows = 0
-        try:
-            for batch in iterator:
-                if not batch.num_rows:
-                    continue
-                pending.append(batch)
-                pending_rows += batch.num_rows
-                if pending_rows >= WRITE_BATCH_ROWS:
-                    writer = writer or self._open()
-                    writer.write_arrow(pa.Table.from_batches(pending))
-                    rows += pending_rows
-                    pending, pending_rows = [], 0
-            if pending:
-                writer = writer or self._open()
-                writer.write_arrow(pa.Table.from_batches(pending))
-                rows += pending_rows
-            messages = writer.prepare_commit() if writer is not None else []
-        except BaseException:
-            if writer is not None:
-                writer.abort()  # this attempt's files; Spark retries or aborts the batch
-            raise
+        messages, rows = write_task(iterator, self._open)  # a failure deletes its own files
         pause_point(f"stream-write:{_batch_id()}")
         return LakecoreCommitMessage(serialize_messages(messages) if messages else None, rows)
 
