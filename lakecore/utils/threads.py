@@ -79,6 +79,12 @@ def ordered_map(fn: Callable[[A], R], items: Sequence[A]) -> Iterator[R]:
             f.cancel()
 
 
+def side_pool() -> ThreadPoolExecutor:
+    """The threads for side work a writer overlaps with its own flush (a dynamic-bucket
+    table's HASH index files); a side task never waits for another pool's task."""
+    return _pool("side")
+
+
 def bucket_pool() -> ThreadPoolExecutor:
     """The threads that flush and compact the buckets of one write side by side."""
     return _pool("bucket")

@@ -56,13 +56,38 @@ def num_assigners_for(num_channels: int, initial_buckets: int | None) -> int:
     return max(1, min(initial_buckets, num_channels))
 
 
-@dataclass(frozen=True)
 class PartitionIndex:
-    """Every key hash of one partition and its bucket; each bucket's row count."""
+    """Every key hash of one partition and its bucket; each bucket's row count.
 
-    hashes: np.ndarray  # int32, sorted ascending, unique
-    hash_buckets: np.ndarray  # int32, the bucket of each hash
-    row_counts: Mapping[int, int]  # bucket -> rows (hashes) in its HASH index
+    ``hashes`` (int32, sorted ascending, unique) and ``hash_buckets`` (the bucket of each)
+    are parallel arrays. The index ``assign`` returns holds its new hashes beside the old
+    arrays until they are first read, so the O(partition) merge runs where it is needed (a
+    writer's HASH index files are written on a worker thread while its data files encode).
+    """
+
+    __slots__ = ("_hashes", "_buckets", "_pending", "row_counts")
+
+    def __init__(self, hashes: np.ndarray, hash_buckets: np.ndarray,
+                 row_counts: Mapping[int, int],
+                 pending: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> None:
+        self._hashes, self._buckets = hashes, hash_buckets
+        self._pending = pending  # (insertion points, sorted new hashes, their buckets)
+        self.row_counts: Mapping[int, int] = row_counts  # bucket -> rows in its HASH index
+
+    def _settle(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._hashes, self._buckets = _merge_sorted(self._hashes, self._buckets, *pending)
+
+    @property
+    def hashes(self) -> np.ndarray:
+        self._settle()
+        return self._hashes
+
+    @property
+    def hash_buckets(self) -> np.ndarray:
+        self._settle()
+        return self._buckets
 
     @staticmethod
     def empty() -> PartitionIndex:
@@ -77,6 +102,12 @@ class PartitionIndex:
         if not buckets:
             return PartitionIndex(np.zeros(0, np.int32), np.zeros(0, np.int32),
                                   dict(row_counts or {}))
+        counts = dict(row_counts) if row_counts is not None else {
+            b: int(np.unique(np.asarray(per_bucket[b])).size) for b in buckets}
+        if len(buckets) == 1:  # one bucket (the usual partition): its file is the index
+            only = np.asarray(per_bucket[buckets[0]], np.int32)
+            if only.size < 2 or bool(np.all(only[1:] > only[:-1])):  # sorted, unique
+                return PartitionIndex(only, np.full(only.size, buckets[0], np.int32), counts)
         hashes = np.concatenate([np.asarray(per_bucket[b], np.int32) for b in buckets])
         owners = np.concatenate([np.full(len(per_bucket[b]), b, np.int32) for b in buckets])
         # sort by (hash, bucket) in one int64 key; the first of equal hashes: lowest bucket.
@@ -89,8 +120,6 @@ class PartitionIndex:
         first = np.empty(hashes.size, bool)
         first[:1] = True
         np.not_equal(hashes[1:], hashes[:-1], out=first[1:])
-        counts = dict(row_counts) if row_counts is not None else {
-            b: int(np.unique(np.asarray(per_bucket[b])).size) for b in buckets}
         return PartitionIndex(hashes[first], owners[first], counts)
 
     def lookup(self, key_hashes: np.ndarray) -> np.ndarray:
@@ -104,15 +133,23 @@ class PartitionIndex:
     def lookup_sorted(self, sorted_hashes: np.ndarray) -> np.ndarray:
         """``lookup`` of hashes sorted ascending: the binary searches walk the index in
         order (several times faster than random probes of a large index)."""
+        return self._probe(sorted_hashes)[0]
+
+    def _probe(self, sorted_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each sorted hash's bucket (-1: absent) and its position in ``hashes`` (where an
+        absent one would be inserted)."""
         if self.hashes.size == 0:
-            return np.full(sorted_hashes.size, -1, np.int32)
+            return (np.full(sorted_hashes.size, -1, np.int32),
+                    np.zeros(sorted_hashes.size, np.intp))
         pos = np.searchsorted(self.hashes, sorted_hashes)
         pos_c = np.minimum(pos, self.hashes.size - 1)
         found = self.hashes[pos_c] == sorted_hashes
-        return np.where(found, self.hash_buckets[pos_c], -1).astype(np.int32)
+        return np.where(found, self.hash_buckets[pos_c], -1).astype(np.int32), pos
 
     def bucket_hashes(self, bucket: int) -> np.ndarray:
         """The sorted hashes of one bucket."""
+        if list(self.row_counts) == [bucket]:  # the partition's only bucket
+            return self.hashes
         return self.hashes[self.hash_buckets == bucket]
 
     @property
@@ -148,7 +185,7 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
     # merge into the index
     row_order = _stable_order(key_hashes)
     sorted_hashes = key_hashes[row_order]
-    known = index.lookup_sorted(sorted_hashes)
+    known, positions = index._probe(sorted_hashes)
     out = np.empty(key_hashes.size, np.int32)
     out[row_order] = known
     new_sorted = known < 0
@@ -159,15 +196,22 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
     starts[0] = True
     np.not_equal(new_keys[1:], new_keys[:-1], out=starts[1:])
     uniq, first = new_keys[starts], new_rows[starts]
+    at = positions[new_sorted][starts]  # where each distinct new hash enters the index
     group = np.cumsum(starts) - 1  # each new row's index into uniq
-    order = _stable_order(first)  # distinct new hashes in first-appearance order
-    new_hashes = uniq[order]
-    n = new_hashes.size
-    chosen = np.empty(n, np.int32)
+    n = uniq.size
     mine = [b for b in index.buckets if b % num_assigners == assign_id % num_assigners]
     counts = dict(index.row_counts)
-    # 1. fill this assigner's non-full buckets, ascending id
     capacity = np.array([max(0, target_row_num - counts[b]) for b in mine], np.int64)
+    room = capacity[capacity > 0]
+    if room.size and room[0] >= n:
+        # every new hash fits the first bucket with room: the order they fill it in cannot
+        # change anything, so the first-appearance sort is skipped
+        order = np.arange(n)
+    else:
+        order = _stable_order(first)  # distinct new hashes in first-appearance order
+    new_hashes = uniq[order]
+    chosen = np.empty(n, np.int32)
+    # 1. fill this assigner's non-full buckets, ascending id
     fill = _repeat_upto(np.array(mine, np.int32), capacity, n)
     chosen[:fill.size] = fill
     done = fill.size
@@ -201,10 +245,25 @@ def assign(index: PartitionIndex, key_hashes: np.ndarray, *, target_row_num: int
     added, per_bucket = np.unique(chosen, return_counts=True)
     for b, c in zip(added.tolist(), per_bucket.tolist()):
         counts[b] = counts.get(b, 0) + c
-    at = np.searchsorted(index.hashes, uniq)  # merge into the sorted index: O(partition + batch)
-    updated = PartitionIndex(np.insert(index.hashes, at, uniq),
-                             np.insert(index.hash_buckets, at, by_uniq), counts)
+    # merged into the sorted index (O(partition + batch)) when the new index is first read
+    updated = PartitionIndex(index.hashes, index.hash_buckets, counts, (at, uniq, by_uniq))
     return Assignment(out, updated, frozenset(added.tolist()))
+
+
+def _merge_sorted(hashes: np.ndarray, buckets: np.ndarray, at: np.ndarray,
+                  new_hashes: np.ndarray, new_buckets: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """``np.insert`` of the sorted ``new_hashes`` (absent from ``hashes``) at their
+    insertion points ``at`` (ascending), into both parallel arrays, in one pass each."""
+    total = hashes.size + new_hashes.size
+    dest = at + np.arange(new_hashes.size)  # each new hash's place in the merged array
+    old = np.ones(total, bool)
+    old[dest] = False
+    out_h = np.empty(total, np.int32)
+    out_b = np.empty(total, np.int32)
+    out_h[dest], out_b[dest] = new_hashes, new_buckets
+    out_h[old], out_b[old] = hashes, buckets
+    return out_h, out_b
 
 
 def _repeat_upto(values: np.ndarray, counts: np.ndarray, limit: int) -> np.ndarray:

@@ -22,9 +22,13 @@ from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
 from lakecore.store.manifest_io import merge_entries
 from lakecore.store.paths import PathFactory
-from lakecore.utils.threads import map_buckets
+from lakecore.utils.threads import map_buckets, side_pool
 from lakecore.write.append_writer import AppendOnlyWriter
-from lakecore.write.dynamic_bucket import DynamicBucketIndex, is_dynamic_bucket_table
+from lakecore.write.dynamic_bucket import (
+    DynamicBucketIndex,
+    IndexChange,
+    is_dynamic_bucket_table,
+)
 from lakecore.write.merge_tree_writer import MergeTreeWriter
 from lakecore.write.routing import UNASSIGNED, Slice, assign_slice, route
 
@@ -193,28 +197,37 @@ class TableWrite:
         threads; if one fails, the files of all of them are deleted and the first error is
         raised."""
         self._refresh_compactors()
+        # a dynamic-bucket table's HASH index files are written on a worker thread while
+        # the data files flush (DynamicBucketIndex.prepare_commit cleans up after itself)
+        index_job = (None if self._dynamic is None
+                     else side_pool().submit(self._dynamic.prepare_commit))
         outcomes = map_buckets(_prepare_one, list(self._writers.values()))
         msgs = [m for m, _ in outcomes if m is not None and not m.is_empty()]
         errors = [e for _, e in outcomes if e is not None]
         try:
+            changes = [] if index_job is None else index_job.result()
             if errors:
                 raise errors[0]
-            if self._dynamic is not None:
-                msgs = self._with_index_changes(msgs, self._dynamic)
+            if changes:
+                msgs = self._with_index_changes(msgs, changes)
         except BaseException:
             for m in msgs:
                 self._delete_files(m)
+            if index_job is not None and index_job.exception() is None:
+                assert self._dynamic is not None
+                self._dynamic.delete_written({c.new.file_name for c in index_job.result()
+                                              if c.new is not None})
             self.abort()
             raise
         return msgs
 
     def _with_index_changes(self, msgs: list[CommitMessage],
-                            index: DynamicBucketIndex) -> list[CommitMessage]:
+                            changes: list[IndexChange]) -> list[CommitMessage]:
         """Each touched bucket's new HASH index file (and the one it replaces) on the
         bucket's message; a bucket with an index change but no data gets its own."""
         by_key = {(tuple(m.partition), m.bucket): i for i, m in enumerate(msgs)}
         out = list(msgs)
-        for c in index.prepare_commit():
+        for c in changes:
             new = (c.new,) if c.new is not None else ()
             old = (c.replaced,) if c.replaced is not None else ()
             i = by_key.get((tuple(c.partition), c.bucket))

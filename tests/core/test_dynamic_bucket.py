@@ -320,3 +320,65 @@ def test_channels_use_paimons_partition_hash() -> None:
 def test_a_hash_in_two_buckets_keeps_the_lower_one() -> None:
     index = PartitionIndex.of({3: np.array([7, 9], np.int32), 1: np.array([9], np.int32)})
     assert index.lookup(np.array([9, 7, 8], np.int32)).tolist() == [1, 3, -1]
+
+
+def _model_assign(index: dict[int, int], counts: dict[int, int], keys: list[int], target: int,
+                  limit: int, num_assigners: int, assign_id: int) -> list[int]:
+    """Paimon's assigner rules key by key (the reference the columnar assign must equal)."""
+    out = []
+    for k in keys:
+        if k not in index:
+            mine = sorted(b for b in counts if b % num_assigners == assign_id % num_assigners)
+            room = [b for b in mine if counts[b] < target]
+            if room:
+                b = room[0]
+            else:
+                fresh = [b for b in range(assign_id % num_assigners, limit, num_assigners)
+                         if b not in counts]
+                b = fresh[0] if fresh else mine[abs(k) % len(mine)]
+            index[k] = b
+            counts[b] = counts.get(b, 0) + 1
+        out.append(index[k])
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_batches_assigned_one_after_another_match_the_key_by_key_rules(seed: int) -> None:
+    """Several batches into the index each assign returns (its new hashes merged in only
+    when it is next read), with repeats, known keys, full buckets and several assigners."""
+    rng = np.random.default_rng(seed)
+    target = int(rng.integers(1, 40))
+    num_assigners = int(rng.integers(1, 4))
+    assign_id = int(rng.integers(0, num_assigners))
+    max_buckets = int(rng.choice([-1, 6]))
+    limit = 32768 if max_buckets == -1 else max_buckets
+    if assign_id % num_assigners >= limit:
+        return
+    other = [b for b in range(limit) if b % num_assigners != assign_id % num_assigners][:1]
+    start = {b: rng.choice(1000, size=int(rng.integers(1, 30)), replace=False).astype(np.int32)
+             for b in other}  # another assigner's bucket: its keys stay there
+    index = PartitionIndex.of(start)
+    model = {int(h): b for b, hs in start.items() for h in hs}
+    counts = {b: len(hs) for b, hs in start.items()}
+    for _ in range(4):
+        keys = rng.integers(-1500, 1500, size=int(rng.integers(1, 200))).astype(np.int32)
+        got = assign(index, keys, target_row_num=target, max_buckets=max_buckets,
+                     num_assigners=num_assigners, assign_id=assign_id)
+        want = _model_assign(model, counts, keys.tolist(), target, limit, num_assigners,
+                             assign_id)
+        assert got.buckets.tolist() == want
+        index = got.index
+        assert dict(index.row_counts) == counts
+    assert index.hashes.tolist() == sorted(model)
+    assert index.hash_buckets.tolist() == [model[h] for h in sorted(model)]
+    for b in counts:
+        assert index.bucket_hashes(b).tolist() == sorted(h for h, x in model.items() if x == b)
+
+
+def test_a_single_unsorted_index_file_is_read_like_a_sorted_one() -> None:
+    """Java Paimon writes a bucket's hashes in hash-set order, not sorted."""
+    hashes = np.array([40, -3, 17, 5], np.int32)
+    index = PartitionIndex.of({2: hashes})
+    assert index.hashes.tolist() == [-3, 5, 17, 40]
+    assert index.lookup(np.array([17, 6, -3], np.int32)).tolist() == [2, -1, 2]
+    assert index.bucket_hashes(2).tolist() == [-3, 5, 17, 40]
