@@ -418,5 +418,7 @@ def bucket_ids(
     """Paimon's fixed bucket of every row: ``Math.abs(hashCode % numBuckets)`` (int32)."""
     if num_buckets <= 0:
         raise SchemaError(f"fixed bucket count must be > 0, got {num_buckets}")
+    if num_buckets == 1:  # every hash lands in bucket 0
+        return np.zeros(len(columns[0]) if columns else 0, np.int32)
     h = hash_rows(columns, types).astype(np.int64)
     return np.abs(np.fmod(h, num_buckets)).astype(np.int32)

@@ -35,6 +35,9 @@ def group_by_columns(
         return [((), table)]
     if table.num_rows == 0:
         return []
+    if all(pc.count_distinct(table.column(n), mode="all").as_py() == 1 for n in names):
+        # one group (an unpartitioned table, one bucket): no sort, no copy of the rows
+        return [(tuple(table.column(n)[0].as_py() for n in names), table)]
     order = pc.sort_indices(table, sort_keys=[(n, "ascending", "at_start") for n in names])
     table = table.take(order)
     starts = run_starts([table.column(n) for n in names])
