@@ -108,6 +108,8 @@ class RollingFileWriter:
         self._reset_file_state()
         self.results: list[DataFileMeta] = []
         self.written_paths: list[str] = []
+        self._pending: list[pa.Table] = []  # rows gathered for the next row group
+        self._pending_rows = 0
 
     def _reset_file_state(self) -> None:
         key_names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
@@ -149,12 +151,39 @@ class RollingFileWriter:
         )
 
     def write(self, chunk: pa.Table) -> None:
-        """Append a chunk (already sorted after everything written before it); it is encoded
-        while the caller measures its statistics and goes on (the module docstring)."""
-        self._wait()
-        # Slice so that the size check runs at least every ~target bytes of input.
+        """Append a chunk (already sorted after everything written before it). Chunks are
+        gathered into row groups of ``_step`` rows, whatever size they come in; each full
+        group is encoded while the caller measures its statistics and goes on (the module
+        docstring)."""
+        if chunk.num_rows == 0:
+            return
+        chunk = chunk.select(self.spec.file_schema.names)
+        self._pending.append(chunk)
+        self._pending_rows += chunk.num_rows
+        step = self._step(chunk)
+        if self._pending_rows < step:
+            return
+        rows = pa.concat_tables(self._pending)
+        full = rows.num_rows - rows.num_rows % step
+        rest = rows.slice(full)
+        self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+        self._submit(rows.slice(0, full), step)
+
+    def _step(self, chunk: pa.Table) -> int:
+        """Rows per row group: ``ROW_GROUP_ROWS``, fewer for wide rows, so that the size
+        check runs at least every ~target bytes of input."""
         per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
-        step = max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
+        return max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
+
+    def _flush_pending(self) -> None:
+        """Encode what is gathered, whatever its size (the file is closing)."""
+        if self._pending:
+            rows = pa.concat_tables(self._pending)
+            self._pending, self._pending_rows = [], 0
+            self._submit(rows, self._step(rows))
+
+    def _submit(self, chunk: pa.Table, step: int) -> None:
+        self._wait()
         parts = [chunk.slice(start, step) for start in range(0, chunk.num_rows, step)]
         measured: Future[list[_PartStats]] = Future()
         self._in_flight = encode_pool().submit(self._write_now, parts, step, measured)
@@ -172,12 +201,11 @@ class RollingFileWriter:
 
     def _write_now(self, parts: list[pa.Table], step: int,
                    measured: Future[list[_PartStats]]) -> None:
-        names = self.spec.file_schema.names
         for i, part in enumerate(parts):
             if self._writer is None:
                 self._open()
             assert self._writer is not None and self._stream is not None
-            self._writer.write_table(part.select(names), step)
+            self._writer.write_table(part, step)
             maybe_crash(CrashStep.WRITE_MID_DATA_FILE)
             self._add(measured.result()[i])
             if self._stream.tell() >= self.spec.target_file_size:
@@ -261,18 +289,21 @@ class RollingFileWriter:
         maybe_crash(CrashStep.WRITE_AFTER_DATA_FILE)
 
     def close(self) -> list[DataFileMeta]:
+        self._flush_pending()
         self._wait()
         self._close_file()
         return self.results
 
     def take_results(self) -> list[DataFileMeta]:
         """Close the open file and hand over its results; the writer can go on writing."""
+        self._flush_pending()
         self._wait()
         self._close_file()
         out, self.results, self.written_paths = self.results, [], []
         return out
 
     def abort(self) -> None:
+        self._pending, self._pending_rows = [], 0
         try:
             self._wait()
         except BaseException:  # noqa: S110 - aborting anyway; the caller has the first error

@@ -17,6 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future
 
+import numpy as np
 import pyarrow as pa
 
 from lakecore.merge.fast import sort_and_merge
@@ -26,6 +27,9 @@ from lakecore.utils.threads import merge_pool, worker_count
 
 # Rounds smaller than this are merged on the caller's thread in one piece.
 PARALLEL_MIN_ROWS = 64 * 1024
+# A large round is cut into up to this many key-range pieces per merge thread (pieces of at
+# least PARALLEL_MIN_ROWS rows), so merged rows reach the caller long before the round ends.
+PIECES_PER_THREAD = 4
 
 
 def _key_at(t: pa.Table, names: list[str], i: int) -> tuple:
@@ -33,7 +37,13 @@ def _key_at(t: pa.Table, names: list[str], i: int) -> tuple:
 
 
 def _count_le(t: pa.Table, names: list[str], bound: tuple) -> int:
-    """Number of leading rows of sorted ``t`` whose key <= ``bound`` (binary search)."""
+    """Number of leading rows of sorted ``t`` whose key <= ``bound`` (binary search; one
+    ``np.searchsorted`` for a single integer key, the common shape)."""
+    if len(names) == 1 and isinstance(bound[0], int) and not isinstance(bound[0], bool):
+        col = t.column(names[0])
+        if pa.types.is_integer(col.type) and col.null_count == 0:
+            values = col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+            return int(np.searchsorted(values.to_numpy(), bound[0], side="right"))
     lo, hi = 0, t.num_rows
     while lo < hi:
         mid = (lo + hi) // 2
@@ -78,14 +88,17 @@ def merge_runs(
         return merged if columns is None else merged.select(columns)
 
     def submit(fn: Callable[[pa.Table], pa.Table], batch: pa.Table) -> Iterator[pa.Table]:
-        """Queue one piece; hand back finished pieces in order, keeping the queue short."""
+        """Queue one piece (a small one with nothing queued runs here)."""
         if batch.num_rows < PARALLEL_MIN_ROWS and not in_flight:
             out = fn(batch)
             if out.num_rows:
                 yield out
             return
         in_flight.append(merge_pool().submit(fn, batch))
-        while len(in_flight) > sections:
+
+    def drain(keep: int) -> Iterator[pa.Table]:
+        """Hand back finished pieces in order until at most ``keep`` are queued."""
+        while len(in_flight) > keep:
             out = in_flight.popleft().result()
             if out.num_rows:
                 yield out
@@ -103,6 +116,7 @@ def merge_runs(
                 buf, only.buf = only.buf, None
                 # a single run already has one row per key, but merging applies drop_retracts
                 yield from submit(single, buf)
+                yield from drain(sections)
                 continue
             bound = min(_key_at(s.buf, names, s.buf.num_rows - 1) for s in live)  # type: ignore[union-attr]
             taken = []
@@ -112,12 +126,13 @@ def merge_runs(
                 if k:
                     taken.append(s.buf.slice(0, k))
                     s.buf = s.buf.slice(k)
-            for part in _key_sections(taken, names, sections):
+            # every piece of the round is queued before the first is handed back: while the
+            # caller encodes the first merged piece, the merge threads go on with the rest,
+            # and up to ``sections`` stay queued while the next round is read
+            for part in _key_sections(taken, names, sections * PIECES_PER_THREAD):
                 yield from submit(merge_one, part)
-        while in_flight:
-            out = in_flight.popleft().result()
-            if out.num_rows:
-                yield out
+            yield from drain(sections)
+        yield from drain(0)
     finally:
         for f in in_flight:
             f.cancel()
@@ -127,7 +142,8 @@ def _key_sections(taken: list[pa.Table], names: list[str], sections: int) -> Ite
     """The rows of one round (sorted slices of the runs, all keys <= the round's bound) in
     key order, cut into up to ``sections`` pieces that share no key."""
     total = sum(t.num_rows for t in taken)
-    if sections <= 1 or total < 2 * PARALLEL_MIN_ROWS:
+    sections = min(sections, total // PARALLEL_MIN_ROWS)
+    if sections <= 1:
         yield pa.concat_tables(taken) if len(taken) > 1 else taken[0]
         return
     largest = max(taken, key=lambda t: t.num_rows)
