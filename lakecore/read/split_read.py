@@ -17,7 +17,7 @@ from lakecore.format.binary_row import decode_row
 from lakecore.format.deletion_vector import deletion_mask
 from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta
-from lakecore.io.data_file_reader import data_file_path, read_data_file
+from lakecore.io.data_file_reader import data_file_path, map_row_groups, read_data_file
 from lakecore.io.specs import merge_spec_for
 from lakecore.merge.order import merge_order
 from lakecore.merge.runs import merge_runs
@@ -74,13 +74,22 @@ class SplitRead:
 
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str],
                    vectors: Mapping[str, np.ndarray]) -> pa.Table:
-        """The file's rows, minus the positions its deletion vector marks (if any)."""
-        t = read_data_file(self.table, split.partition, split.bucket, f, columns)
+        """The file's rows, minus the positions its deletion vector marks (if any); with a
+        vector its row groups are decoded and filtered side by side."""
         positions = vectors.get(f.file_name)
         if positions is None:
-            return t
+            return read_data_file(self.table, split.partition, split.bucket, f, columns)
         path = data_file_path(self.table, split.partition, split.bucket, f)
-        return t.filter(pa.array(deletion_mask(positions, t.num_rows, path)))
+        keep = deletion_mask(positions, f.row_count, path)
+
+        def live(rows: pa.Table, first: int) -> pa.Table:
+            return rows.filter(pa.array(keep[first:first + rows.num_rows]))
+
+        kept = map_row_groups(self.table, split.partition, split.bucket, f, columns, live)
+        if len(kept) == 1:
+            return kept[0]
+        return pa.concat_tables(kept) if kept else read_data_file(
+            self.table, split.partition, split.bucket, f, columns)  # no row group at all
 
     # -- per split -----------------------------------------------------------------------
     def read_split(self, split: Split) -> Iterator[pa.Table]:
