@@ -4,8 +4,8 @@ One run measures, each part in a child process (peak RSS: VmHWM, reset before ea
 
 * ``main``: in ``--rounds`` interleaved rounds (best round per phase), the table of the
   write benchmark (``write_read.py``: ``--rows`` shuffled keys in ``--commits`` commits, then
-  ``--upsert`` existing keys in one commit; 1 bucket, ``write-only=true`` so it keeps
-  ``--commits`` + 1 overlapping level-0 runs) is built afresh (untimed), then:
+  ``--upsert`` existing keys in one commit; ``--buckets`` buckets (1), ``write-only=true`` so
+  each keeps ``--commits`` + 1 overlapping level-0 runs) is built afresh (untimed), then:
 
   - ``compact``: lakecore ``table.compact(full=True)`` (plan + merge + write + COMPACT commit);
   - ``raw compact``, the baseline: ``pq.read_table`` of every input data file plus
@@ -111,11 +111,17 @@ def _check_compacted(table: Any, files: list[tuple[str, Any]]) -> str:
     if levels != [top]:
         raise AssertionError(f"compacted files at levels {levels}, expected only {top}")
     key_types = [table.schema.row_type.field(k).type for k in table.schema.trimmed_primary_keys]
-    ranges = sorted((decode_row(f.min_key, key_types), decode_row(f.max_key, key_types))
-                    for _, f in files)
-    if any(a[1] >= b[0] for a, b in zip(ranges, ranges[1:])):
-        raise AssertionError("compacted files overlap: not one sorted run")
-    return f"one sorted run of {len(files)} file(s) at level {top}"
+    by_bucket: dict[str, list[tuple[Any, Any]]] = {}
+    for path, f in files:  # one sorted run per bucket (the file's directory)
+        by_bucket.setdefault(os.path.dirname(path), []).append(
+            (decode_row(f.min_key, key_types), decode_row(f.max_key, key_types)))
+    for ranges in by_bucket.values():
+        ranges.sort()
+        if any(a[1] >= b[0] for a, b in zip(ranges, ranges[1:])):
+            raise AssertionError("compacted files overlap: not one sorted run")
+    runs = ("one sorted run" if len(by_bucket) == 1
+            else f"one sorted run in each of {len(by_bucket)} buckets")
+    return f"{runs}, {len(files)} file(s) at level {top}"
 
 
 def child_main(args: argparse.Namespace) -> Result:
@@ -148,7 +154,7 @@ def _round(out: Result, catalog: Any, name: str, args: argparse.Namespace, base:
            upsert: pa.Table, plain: str, first: bool) -> None:
     """One round: build the table (untimed), lakecore compaction, reads, baseline compaction."""
     profile = args.profile
-    _lakecore_table(args.warehouse, name, **WRITE_ONLY)
+    _lakecore_table(args.warehouse, name, bucket=str(args.buckets), **WRITE_ONLY)
     table = catalog.get_table(name)
     for part in commit_slices(base, args.commits):
         _commit(table, [part])
@@ -249,7 +255,8 @@ def run_child(kind: str, args: argparse.Namespace, workdir: str, warehouse: str 
     command = [sys.executable, os.path.abspath(__file__), "--child", kind, "--data", workdir,
                "--warehouse", warehouse, "--commits", str(args.commits), "--rounds",
                str(args.rounds), "--big-buffer-mb", str(args.big_buffer_mb), "--big-factor",
-               str(args.big_factor), "--big-commits", str(args.big_commits), *extra]
+               str(args.big_factor), "--big-commits", str(args.big_commits), "--buckets",
+               str(getattr(args, "buckets", 1)), *extra]
     return spawn(command, kind)
 
 
@@ -333,6 +340,7 @@ def parse_args() -> argparse.Namespace:
                    help="big table's Arrow size (user columns) / write-buffer-size")
     p.add_argument("--big-commits", type=int, default=8, help="base commits of big (+1 upsert)")
     p.add_argument("--skip-big", action="store_true", help="skip the big memory run")
+    p.add_argument("--buckets", type=int, default=1, help="buckets of the main table")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 100k rows, 1 round, big run with an 8 MiB buffer")
     p.add_argument("--profile", choices=("compact", "read"),
@@ -367,7 +375,8 @@ def main() -> int:
         rep = lake["report"]
         notes += [
             f"Table of the write benchmark: {args.rows:,} base rows in {args.commits} commits "
-            f"(keys shuffled) + {args.upsert:,} existing keys upserted in one commit; 1 bucket, "
+            f"(keys shuffled) + {args.upsert:,} existing keys upserted in one commit; "
+            f"{args.buckets} bucket(s), "
             f"write-only=true: {lake['input_files']} overlapping data files at level(s) "
             f"{lake['input_levels']}, {lake['input_bytes'] / 2**20:.1f} MiB.",
             f"Compaction rows = its input rows ({lake['input_rows']:,}, all runs), for lakecore "

@@ -8,7 +8,8 @@ chunk per run.
 A large round is cut into key-range sections (pivots taken from its largest run slice; each
 run slice cut by binary search, so all records of a key fall in one section), and the
 sections are sorted and merged side by side on the merge threads (numpy sorts and pyarrow
-gathers release the GIL); results come back in key order.
+gathers release the GIL); results come back in key order. In a bucket task (one of several
+buckets merged side by side) rounds are merged whole on the task's own thread.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import pyarrow as pa
 from lakecore.merge.fast import sort_and_merge
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.spec import MergeSpec
-from lakecore.utils.threads import merge_pool, worker_count
+from lakecore.utils.threads import in_bucket_task, merge_pool, worker_count
 
 # Rounds smaller than this are merged on the caller's thread in one piece.
 PARALLEL_MIN_ROWS = 64 * 1024
@@ -76,7 +77,8 @@ def merge_runs(
     columns of the merged rows are wanted (the rest are read for merging only)."""
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
-    sections = max(1, worker_count())
+    # a bucket task's rounds are merged in one piece on its own thread (in_bucket_task)
+    sections = 1 if in_bucket_task() else max(1, worker_count())
     in_flight: deque[Future[pa.Table]] = deque()
 
     def merge_one(batch: pa.Table) -> pa.Table:
