@@ -88,8 +88,10 @@ def ordered_map(fn: Callable[[A], R], items: Sequence[A]) -> Iterator[R]:
 
 
 def side_pool() -> ThreadPoolExecutor:
-    """The threads for side work a writer overlaps with its own flush (a dynamic-bucket
-    table's HASH index files); a side task never waits for another pool's task."""
+    """The threads for side work: a dynamic-bucket table's HASH index files, written while
+    the writer's data files flush, and the row groups of a file with a deletion vector,
+    decoded side by side (``io.data_file_reader.map_row_groups``). A side task never waits for
+    another task, so any thread may wait for one."""
     return _pool("side")
 
 
