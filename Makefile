@@ -58,7 +58,7 @@ browser:
 	fi
 
 test: venv paimon-venv moto-venv lint browser dist/lakecore.zip
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=25
 
 # The real pipeline through Airflow (dag.test) on its embedded default: SQLite metadata DB,
 # local[2] Spark, everything under .demo/ (recreated on every run).
