@@ -115,6 +115,9 @@ def commit_arrow(table: Any, data: pa.Table) -> None:
 
 def read_all(catalog: Any, name: str) -> pa.Table:
     """A full read of the lakecore table ``name`` of ``catalog``."""
+    from lakecore.store import manifest_cache
+
+    manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
     builder = catalog.get_table(name).new_read_builder()
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 

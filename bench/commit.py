@@ -7,9 +7,11 @@ without the catalog lock (SQLite, PostgreSQL), and commits/s with 4 concurrent c
   table, so every sample sees the same few live files.
 * Each measured commit writes one row and commits it as APPEND; only ``commit()`` is timed.
   Commit users: ``per-run`` (a new user per commit, identifier 1: one Airflow run = one
-  commit user, as the Airflow pipeline does) and ``streaming`` (one user, growing identifiers, whose
-  previous commit is the snapshot before). Lock modes (none / sqlite / postgresql) and users
-  are interleaved round-robin, so machine-load drift hits every cell alike.
+  commit user, as the Airflow pipeline does; it starts with no manifest decoded, as a new
+  process does) and ``streaming`` (one user, growing identifiers, whose previous commit is
+  the snapshot before; it keeps the manifests decoded so far, as a long-lived writer does).
+  Lock modes (none / sqlite / postgresql) and users are interleaved round-robin, so
+  machine-load drift hits every cell alike.
 * ``lock ms``: the lock's own cost inside those commits (acquire + release, measured around
   the guarded function).
 * Concurrency: 4 processes x ``--concurrent-commits`` streaming commits to one fresh table
@@ -120,6 +122,15 @@ def timed_commit(table: Any, user: str, ident: int, row_id: int) -> float:
 
 
 # -- latency --------------------------------------------------------------------------------
+def cold_start() -> None:
+    """Forget the manifests this process decoded or wrote: a per-run commit is an Airflow
+    run's, a new process. (A streaming writer keeps them from its previous commits, as
+    Paimon's writers keep their manifest cache.)"""
+    from lakecore.store import manifest_cache
+
+    manifest_cache.clear()
+
+
 def open_table(warehouse: str, lock: Any) -> Any:
     from lakecore.catalog import FileSystemCatalog
 
@@ -165,6 +176,8 @@ def measure_latency(args: argparse.Namespace, workdir: str, modes: list[str]) ->
                     user = f"run-{mode}-{rnd}" if users == "per-run" else f"stream-{mode}"
                     ident = 1 if users == "per-run" else 2 * rnd + 2
                     row_id += 1
+                    if users == "per-run":
+                        cold_start()
                     took = timed_commit(open_table(dirs[kind], locks[mode]), user, ident,
                                         row_id)
                     if rnd >= args.warmup:

@@ -90,6 +90,9 @@ def commit_batch(table: Any, data: pa.Table) -> None:
 
 
 def read_all(table: Any) -> pa.Table:
+    from lakecore.store import manifest_cache
+
+    manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
     rb = table.new_read_builder()
     return rb.new_read().to_arrow(rb.new_scan().plan().splits())
 

@@ -92,7 +92,7 @@ HISTORY_COLUMNS = ("snapshots", "system", "operation", "samples", "median ms", "
 
 def child_history(args: argparse.Namespace) -> Result:
     """Build the history table of ``--size`` snapshots once; time commits and plans on copies."""
-    from commit import build_history, create_table, open_table, timed_commit
+    from commit import build_history, cold_start, create_table, open_table, timed_commit
 
     from lakecore.lock import NoopLock
 
@@ -112,9 +112,12 @@ def child_history(args: argparse.Namespace) -> Result:
         timed = {}
         for user, ident in (("stream", 1), ("stream", 2), (f"run-{round_}", 1)):
             row_id += 1
+            if user != "stream":
+                cold_start()  # a per-run commit is a new process's
             timed[user, ident] = timed_commit(open_table(copy, NoopLock()), user, ident, row_id)
         plans = []
         for _ in range(args.plans):
+            cold_start()  # every plan starts with no manifest decoded, like pypaimon's
             table = open_table(copy, NoopLock())
             start = time.perf_counter()
             table.new_read_builder().new_scan().plan()

@@ -157,6 +157,9 @@ def child_main(args: argparse.Namespace) -> Result:
                     _commit(table, [part])
 
             def read(name: str = name) -> pa.Table:
+                from lakecore.store import manifest_cache
+
+                manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
                 builder = catalog.get_table(name).new_read_builder()
                 return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 

@@ -38,7 +38,6 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,9 +217,7 @@ class FileStoreCommit:
         wanted = list(dict.fromkeys(wanted))
         if not wanted:
             return
-        exists = self.table.file_io.exists
-        with ThreadPoolExecutor(max_workers=min(16, len(wanted))) as pool:
-            missing = [p for p, ok in zip(wanted, pool.map(exists, wanted)) if not ok]
+        missing = self.table.file_io.missing(wanted)
         if missing:
             raise CommittableFilesMissingError(
                 f"commit user {self.commit_user!r}: Cannot recover from this checkpoint because "

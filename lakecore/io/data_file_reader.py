@@ -22,7 +22,7 @@ from lakecore.io.formats import PARQUET, conform_chunk, format_of, iter_foreign,
 from lakecore.io.schema_mapping import file_table, mapping_for
 from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
-from lakecore.utils.threads import side_pool
+from lakecore.utils.threads import in_bucket_task, side_pool
 
 CHUNK_ROWS = 256 * 1024
 
@@ -92,7 +92,8 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
             pf = pq.ParquetFile(src)
             cols = _physical_columns(columns, set(pf.schema_arrow.names))
             if chunk_rows is None:
-                t = pf.read(columns=cols)
+                # a bucket task keeps its core busy: Arrow's own threads would only contend
+                t = pf.read(columns=cols, use_threads=not in_bucket_task())
                 rows = t.num_rows
                 if rows != f.row_count:
                     raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")

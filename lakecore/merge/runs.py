@@ -57,6 +57,8 @@ def _count_le(t: pa.Table, names: list[str], bound: tuple) -> int:
 
 class _Run:
     def __init__(self, chunks: Iterable[pa.Table]) -> None:
+        # a run held as a list (a read's whole files) knows when its buffer is its last chunk
+        self._left = len(chunks) if isinstance(chunks, (list, tuple)) else None
         self._it = iter(chunks)
         self.buf: pa.Table | None = None
         self.done = False
@@ -65,8 +67,15 @@ class _Run:
         while (self.buf is None or self.buf.num_rows == 0) and not self.done:
             try:
                 self.buf = next(self._it)
+                if self._left is not None:
+                    self._left -= 1
             except StopIteration:
                 self.done, self.buf = True, None
+
+    @property
+    def last(self) -> bool:
+        """Whether nothing follows the buffer: its rows can all be merged now."""
+        return self.done or self._left == 0
 
 
 def merge_runs(
@@ -120,14 +129,22 @@ def merge_runs(
                 yield from submit(single, buf)
                 yield from drain(sections)
                 continue
-            bound = min(_key_at(s.buf, names, s.buf.num_rows - 1) for s in live)  # type: ignore[union-attr]
             taken = []
-            for s in live:
-                assert s.buf is not None
-                k = _count_le(s.buf, names, bound)
-                if k:
-                    taken.append(s.buf.slice(0, k))
-                    s.buf = s.buf.slice(k)
+            if all(s.last for s in live):
+                # every run's last rows are in hand: one round takes them all (a read of
+                # whole files merges in one round, not one per run that ends)
+                for s in live:
+                    assert s.buf is not None
+                    taken.append(s.buf)
+                    s.buf = None
+            else:
+                bound = min(_key_at(s.buf, names, s.buf.num_rows - 1) for s in live)  # type: ignore[union-attr]
+                for s in live:
+                    assert s.buf is not None
+                    k = _count_le(s.buf, names, bound)
+                    if k:
+                        taken.append(s.buf.slice(0, k))
+                        s.buf = s.buf.slice(k)
             # every piece of the round is queued before the first is handed back: while the
             # caller encodes the first merged piece, the merge threads go on with the rest,
             # and up to ``sections`` stay queued while the next round is read

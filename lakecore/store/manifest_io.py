@@ -24,6 +24,7 @@ from lakecore.format.manifest_list import (
 )
 from lakecore.format.stats import SimpleStats
 from lakecore.schema.types import DataType
+from lakecore.store import manifest_cache
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import PathFactory
 
@@ -86,8 +87,18 @@ class ManifestIO:
 
     # -- manifests -----------------------------------------------------------------------
     def read_manifest(self, name: str) -> list[ManifestEntry]:
+        """The manifest's entries, decoded once per process (``manifest_cache``)."""
         path = self.paths.manifest_path(name)
-        return decode_manifest(self.file_io.read_bytes(path), path)
+        key = self._cache_key(path)
+        held = manifest_cache.get(key)
+        if held is not None:
+            return list(held)
+        entries = decode_manifest(self.file_io.read_bytes(path), path)
+        manifest_cache.put(key, entries)
+        return entries
+
+    def _cache_key(self, path: str) -> str:
+        return f"{self.file_io.fs.type_name}:{path}"
 
     def write_manifests(self, entries: Sequence[ManifestEntry]) -> list[ManifestFileMeta]:
         """Write ``entries`` into manifests rolled near ``manifest.target-file-size``."""
@@ -103,7 +114,9 @@ class ManifestIO:
     def _write_one(self, entries: Sequence[ManifestEntry]) -> ManifestFileMeta:
         name = self.paths.new_manifest_name()
         data = encode_manifest(list(entries), self.codec)
-        self.file_io.write_bytes(self.paths.manifest_path(name), data)
+        path = self.paths.manifest_path(name)
+        self.file_io.write_bytes(path, data)
+        manifest_cache.put(self._cache_key(path), entries)
         added = sum(1 for e in entries if e.kind is FileKind.ADD)
         buckets = [e.bucket for e in entries]
         levels = [e.file.level for e in entries]

@@ -38,6 +38,7 @@ from lakecore.commit.message import CommitMessage
 from lakecore.errors import CorruptFileError
 from lakecore.format.index_manifest import HASH_INDEX, IndexFileMeta
 from lakecore.maintenance import remove_orphan_files
+from lakecore.store import manifest_cache
 from lakecore.table import FileStoreTable
 from tests.core.helpers import make_table, table_files
 from tests.faults.harness import read_rows
@@ -68,7 +69,8 @@ def prepare(table: FileStoreTable, data: pa.Table) -> list[Any]:
 
 
 def reopen(table: FileStoreTable, warehouse: Path) -> FileStoreTable:
-    """The table as a new process sees it (no cached snapshot)."""
+    """The table as a new process sees it (no cached snapshot, no decoded manifest)."""
+    manifest_cache.clear()
     return CatalogFactory.create({"warehouse": str(warehouse)}).get_table("db.t")
 
 
