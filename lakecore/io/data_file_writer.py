@@ -6,9 +6,11 @@ delete count and file source.
 
 Encoding runs one chunk behind the caller, on a shared worker thread (Parquet encoding and
 compression release the GIL): while chunk N is encoded the caller measures its statistics,
-then reads, merges or sorts chunk N+1. Chunks of one writer are written strictly in order,
-one at a time; ``close``, ``take_results`` and ``abort`` wait for the chunk in flight, and a
-failed chunk's error is raised to the caller at its next call.
+then reads, merges or sorts chunk N+1. A writer in a bucket task (one of several buckets
+flushed or compacted side by side) encodes on its own thread: the other buckets keep the
+cores busy. Chunks of one writer are written strictly in order, one at a time; ``close``,
+``take_results`` and ``abort`` wait for the chunk in flight, and a failed chunk's error is
+raised to the caller at its next call.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from lakecore.schema.types import DataField
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import PathFactory
 from lakecore.utils.faults import CrashStep, maybe_crash
-from lakecore.utils.threads import encode_pool
+from lakecore.utils.threads import encode_pool, in_bucket_task
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024
@@ -186,6 +188,11 @@ class RollingFileWriter:
         self._wait()
         parts = [chunk.slice(start, step) for start in range(0, chunk.num_rows, step)]
         measured: Future[list[_PartStats]] = Future()
+        if in_bucket_task():
+            # the other buckets keep the cores busy: encode here, no hand-off
+            measured.set_result([self._measure(p) for p in parts])
+            self._write_now(parts, step, measured)
+            return
         self._in_flight = encode_pool().submit(self._write_now, parts, step, measured)
         try:
             measured.set_result([self._measure(p) for p in parts])

@@ -3,7 +3,8 @@
 Each run yields sorted chunks. We repeatedly take, from every run's current chunk, the rows
 whose key is <= the smallest "last key" among the runs' chunks: every record of those keys
 is then in hand, so the slice can be sorted and merged on its own. Memory is bounded by one
-chunk per run.
+chunk per run. A run given as a list (a read's whole file) knows its last chunk: when every
+run still going is on its last one, one round takes them all.
 
 A large round is cut into key-range sections (pivots taken from its largest run slice; each
 run slice cut by binary search, so all records of a key fall in one section), and the
@@ -87,7 +88,8 @@ def merge_runs(
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
     # a bucket task's rounds are merged in one piece on its own thread (in_bucket_task)
-    sections = 1 if in_bucket_task() else max(1, worker_count())
+    inline = in_bucket_task()  # a bucket task merges every round whole, on its own thread
+    sections = 1 if inline else max(1, worker_count())
     in_flight: deque[Future[pa.Table]] = deque()
 
     def merge_one(batch: pa.Table) -> pa.Table:
@@ -99,8 +101,9 @@ def merge_runs(
         return merged if columns is None else merged.select(columns)
 
     def submit(fn: Callable[[pa.Table], pa.Table], batch: pa.Table) -> Iterator[pa.Table]:
-        """Queue one piece (a small one with nothing queued runs here)."""
-        if batch.num_rows < PARALLEL_MIN_ROWS and not in_flight:
+        """Queue one piece (in a bucket task, or a small one with nothing queued: merge it
+        here)."""
+        if inline or (batch.num_rows < PARALLEL_MIN_ROWS and not in_flight):
             out = fn(batch)
             if out.num_rows:
                 yield out
@@ -148,7 +151,7 @@ def merge_runs(
             # every piece of the round is queued before the first is handed back: while the
             # caller encodes the first merged piece, the merge threads go on with the rest,
             # and up to ``sections`` stay queued while the next round is read
-            for part in _key_sections(taken, names, sections * PIECES_PER_THREAD):
+            for part in _key_sections(taken, names, 1 if inline else sections * PIECES_PER_THREAD):
                 yield from submit(merge_one, part)
             yield from drain(sections)
         yield from drain(0)
