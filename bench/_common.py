@@ -113,11 +113,18 @@ def commit_arrow(table: Any, data: pa.Table) -> None:
         write.close()
 
 
-def read_all(catalog: Any, name: str) -> pa.Table:
-    """A full read of the lakecore table ``name`` of ``catalog``."""
+def cold_start() -> None:
+    """Forget the manifests this process decoded or wrote (``lakecore.store.manifest_cache``):
+    a read job, a plan or an Airflow run's commit is a new process's. (A streaming writer
+    keeps them from its previous commits, as Paimon's writers keep their manifest cache.)"""
     from lakecore.store import manifest_cache
 
-    manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
+    manifest_cache.clear()
+
+
+def read_all(catalog: Any, name: str) -> pa.Table:
+    """A full read of the lakecore table ``name`` of ``catalog``, as a new process makes it."""
+    cold_start()
     builder = catalog.get_table(name).new_read_builder()
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 

@@ -46,7 +46,7 @@ import pyarrow as pa
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
-from _common import machine_info, replace_section  # noqa: E402
+from _common import cold_start, machine_info, replace_section  # noqa: E402
 
 OUT_DIR = os.path.join(BENCH, "out")
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
@@ -122,15 +122,6 @@ def timed_commit(table: Any, user: str, ident: int, row_id: int) -> float:
 
 
 # -- latency --------------------------------------------------------------------------------
-def cold_start() -> None:
-    """Forget the manifests this process decoded or wrote: a per-run commit is an Airflow
-    run's, a new process. (A streaming writer keeps them from its previous commits, as
-    Paimon's writers keep their manifest cache.)"""
-    from lakecore.store import manifest_cache
-
-    manifest_cache.clear()
-
-
 def open_table(warehouse: str, lock: Any) -> Any:
     from lakecore.catalog import FileSystemCatalog
 

@@ -57,6 +57,7 @@ from _common import (  # noqa: E402
     Result,
     check_merged,
     child_args,
+    cold_start,
     commit_slices,
     data_args,
     expected_merged,
@@ -93,9 +94,7 @@ def _live_files(table: Any) -> list[tuple[str, Any]]:
 
 
 def _full_read(catalog: Any, name: str) -> pa.Table:
-    from lakecore.store import manifest_cache
-
-    manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
+    cold_start()  # a read job is a new process: no manifest decoded yet
     builder = catalog.get_table(name).new_read_builder()
     return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 

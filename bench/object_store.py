@@ -49,6 +49,7 @@ from _common import (  # noqa: E402
     SCHEMA,
     Result,
     check_merged,
+    cold_start,
     format_table,
     machine_info,
     machine_line,
@@ -90,9 +91,7 @@ def commit_batch(table: Any, data: pa.Table) -> None:
 
 
 def read_all(table: Any) -> pa.Table:
-    from lakecore.store import manifest_cache
-
-    manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
+    cold_start()  # a read job is a new process: no manifest decoded yet
     rb = table.new_read_builder()
     return rb.new_read().to_arrow(rb.new_scan().plan().splits())
 

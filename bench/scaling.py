@@ -56,6 +56,7 @@ from _common import (  # noqa: E402
     Result,
     build_rows,
     child_args,
+    cold_start,
     format_table,
     link_copy,
     load_note,
@@ -92,7 +93,7 @@ HISTORY_COLUMNS = ("snapshots", "system", "operation", "samples", "median ms", "
 
 def child_history(args: argparse.Namespace) -> Result:
     """Build the history table of ``--size`` snapshots once; time commits and plans on copies."""
-    from commit import build_history, cold_start, create_table, open_table, timed_commit
+    from commit import build_history, create_table, open_table, timed_commit
 
     from lakecore.lock import NoopLock
 

@@ -46,6 +46,7 @@ from _common import (  # noqa: E402
     build_rows,
     check_merged,
     child_args,
+    cold_start,
     commit_slices,
     data_args,
     failures,
@@ -157,9 +158,7 @@ def child_main(args: argparse.Namespace) -> Result:
                     _commit(table, [part])
 
             def read(name: str = name) -> pa.Table:
-                from lakecore.store import manifest_cache
-
-                manifest_cache.clear()  # a read job is a new process: no manifest decoded yet
+                cold_start()  # a read job is a new process: no manifest decoded yet
                 builder = catalog.get_table(name).new_read_builder()
                 return builder.new_read().to_arrow(builder.new_scan().plan().splits())
 

@@ -87,9 +87,10 @@ def merge_runs(
     columns of the merged rows are wanted (the rest are read for merging only)."""
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
-    # a bucket task's rounds are merged in one piece on its own thread (in_bucket_task)
-    inline = in_bucket_task()  # a bucket task merges every round whole, on its own thread
+    # a bucket task merges every round whole, on its own thread (in_bucket_task)
+    inline = in_bucket_task()
     sections = 1 if inline else max(1, worker_count())
+    pieces = 1 if inline else sections * PIECES_PER_THREAD
     in_flight: deque[Future[pa.Table]] = deque()
 
     def merge_one(batch: pa.Table) -> pa.Table:
@@ -151,7 +152,7 @@ def merge_runs(
             # every piece of the round is queued before the first is handed back: while the
             # caller encodes the first merged piece, the merge threads go on with the rest,
             # and up to ``sections`` stay queued while the next round is read
-            for part in _key_sections(taken, names, 1 if inline else sections * PIECES_PER_THREAD):
+            for part in _key_sections(taken, names, pieces):
                 yield from submit(merge_one, part)
             yield from drain(sections)
         yield from drain(0)
