@@ -29,6 +29,7 @@ from lakecore.format.binary_row import EMPTY_ROW, encode_row
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
+from lakecore.io.dictionary_choice import dictionary_columns
 from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
 from lakecore.schema.types import DataField
@@ -39,6 +40,8 @@ from lakecore.utils.threads import encode_pool, in_bucket_task
 
 # Rows per Parquet row group; also the granularity at which we check the rolling size.
 ROW_GROUP_ROWS = 256 * 1024
+# A column's dictionary page may grow to this before Arrow falls back to plain encoding.
+DICTIONARY_PAGE_LIMIT = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -131,7 +134,7 @@ class RollingFileWriter:
         self._first_key: tuple | None = None
         self._last_key: tuple | None = None
 
-    def _open(self) -> None:
+    def _open(self, first: pa.Table) -> None:
         self._name = (
             self.paths.new_changelog_file_name()
             if self.changelog
@@ -142,14 +145,16 @@ class RollingFileWriter:
         self.written_paths.append(self._path)
         # Columns unique within a file (the key, a single-field key's value column, sequence
         # numbers) are written without a dictionary: building one costs more than the whole
-        # encoding of a small file and saves nothing. Other columns keep it (falling back to
-        # plain after 64 KiB), since low-cardinality values compress far better with it.
+        # encoding of a small file and saves nothing. Of the others, the ones whose first rows
+        # encode smaller with a dictionary keep it (parquet-mr's rule, io/dictionary_choice),
+        # falling back to plain after 64 KiB.
         self._writer = pq.ParquetWriter(
             self._stream,
             self.spec.file_schema,
             compression=self.spec.compression,
-            use_dictionary=self.spec.dictionary_columns,
-            dictionary_pagesize_limit=64 * 1024,
+            use_dictionary=dictionary_columns(
+                first, self.spec.dictionary_columns, DICTIONARY_PAGE_LIMIT),
+            dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         )
 
     def write(self, chunk: pa.Table) -> None:
@@ -210,7 +215,7 @@ class RollingFileWriter:
                    measured: Future[list[_PartStats]]) -> None:
         for i, part in enumerate(parts):
             if self._writer is None:
-                self._open()
+                self._open(part)
             assert self._writer is not None and self._stream is not None
             self._writer.write_table(part, step)
             maybe_crash(CrashStep.WRITE_MID_DATA_FILE)
