@@ -33,11 +33,15 @@ def data_file_path(table: FileStore, partition: Sequence[Any], bucket: int,
 
 
 def _fill_missing(table: FileStore, t: pa.Table, columns: Sequence[str]) -> pa.Table:
+    have = t.column_names
+    if have == list(columns):
+        return t
+    present = set(have)
     rt = table.schema.row_type
     for c in columns:
-        if c in t.column_names:
+        if c in present:
             continue
-        if c.startswith(KEY_PREFIX) and c[len(KEY_PREFIX):] in t.column_names:
+        if c.startswith(KEY_PREFIX) and c[len(KEY_PREFIX):] in present:
             t = t.append_column(pa.field(c, t.schema.field(c[len(KEY_PREFIX):]).type, False),
                                 t.column(c[len(KEY_PREFIX):]))  # key columns are NOT NULL
         elif c in rt.names:

@@ -16,6 +16,7 @@ read, a merge or a compaction (whose Parquet writer requires the exact schema).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from functools import lru_cache
 
 import pyarrow as pa
 
@@ -56,7 +57,13 @@ def iter_foreign(file_io: FileIO, path: str, columns: Sequence[str], chunk_rows:
 def read_schema(row_type: RowType, columns: Sequence[str]) -> pa.Schema:
     """The Arrow schema the table reads ``columns`` as: table columns in their declared types
     and nullability, ``_KEY_<k>`` as NOT NULL ``k``, the sequence number and row kind as
-    Paimon defines them. A name that is none of these keeps whatever the file has."""
+    Paimon defines them. A name that is none of these keeps whatever the file has. (Cached:
+    every file of a read asks for the same one.)"""
+    return _read_schema(row_type, tuple(columns))
+
+
+@lru_cache(maxsize=256)
+def _read_schema(row_type: RowType, columns: tuple[str, ...]) -> pa.Schema:
     by_name = {f.name: f for f in row_type.fields}
     fields = []
     for c in columns:
