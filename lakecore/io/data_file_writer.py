@@ -1,11 +1,12 @@
 """Rolling Parquet writer: sorted chunks in, data files rolled at ``target-file-size`` out.
 
 Each file's ``DataFileMeta`` carries what readers and compaction rely on: row count, min/max
-key (first/last row, since input is sorted), key and value stats, sequence range, level,
-delete count and file source.
+key (first/last row, since input is sorted), key and value stats and the sequence range (from
+the Parquet footer, as Paimon's Java writer takes them: ``footer_stats``), level, delete count
+and file source.
 
 Encoding runs one chunk behind the caller, on a shared worker thread (Parquet encoding and
-compression release the GIL): while chunk N is encoded the caller measures its statistics,
+compression release the GIL): while chunk N is encoded the caller counts its retractions,
 then reads, merges or sorts chunk N+1. A writer in a bucket task (one of several buckets
 flushed or compacted side by side) encodes on its own thread: the other buckets keep the
 cores busy. Chunks of one writer are written strictly in order, one at a time; ``close``,
@@ -21,8 +22,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.format.binary_row import EMPTY_ROW, encode_row
@@ -30,6 +31,7 @@ from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
 from lakecore.io.dictionary_choice import dictionary_columns
+from lakecore.io.footer_stats import footer_stats, leaf_columns
 from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
 from lakecore.schema.types import DataField
@@ -46,13 +48,10 @@ DICTIONARY_PAGE_LIMIT = 64 * 1024
 
 @dataclass(frozen=True)
 class _PartStats:
-    """What a written part adds to its file's metadata (measured before it is written)."""
+    """What a written part adds to its file's metadata that the Parquet footer does not hold
+    (column statistics and the sequence range come from the footer, ``footer_stats``)."""
 
     rows: int
-    values: ChunkStats
-    keys: ChunkStats | None = None
-    min_seq: Any = None
-    max_seq: Any = None
     deletes: int = 0
     first_key: tuple | None = None
     last_key: tuple | None = None
@@ -76,7 +75,7 @@ class FileWriterSpec:
 
     @property
     def dictionary_columns(self) -> list[str]:
-        """The file's columns that get a Parquet dictionary: all but the ones unique in a
+        """The file's columns that may get a Parquet dictionary: all but the ones unique in a
         key-value file (``_KEY_*``, ``_SEQUENCE_NUMBER``, the value of a one-field key)."""
         unique = {KEY_PREFIX + f.name for f in self.key_fields}
         if unique:
@@ -84,6 +83,13 @@ class FileWriterSpec:
         if len(self.key_fields) == 1:
             unique.add(self.key_fields[0].name)
         return [n for n in self.file_schema.names if n not in unique]
+
+    @property
+    def measured_dictionary_columns(self) -> list[str]:
+        """Of ``dictionary_columns``, the ones whose dictionary is judged per file from its
+        rows (``dictionary_choice``): all but ``_VALUE_KIND``, which holds at most four
+        values and always keeps its dictionary (two-bit indices)."""
+        return [n for n in self.dictionary_columns if not (self.is_kv and n == VALUE_KIND)]
 
 
 class RollingFileWriter:
@@ -115,6 +121,10 @@ class RollingFileWriter:
         self.written_paths: list[str] = []
         self._pending: list[pa.Table] = []  # rows gathered for the next row group
         self._pending_rows = 0
+        self._step_rows: int | None = None  # rows per row group, from the first chunk's width
+        measured = set(spec.measured_dictionary_columns)
+        self._fixed_dictionary = [n for n in spec.dictionary_columns if n not in measured]
+        self._leaves = leaf_columns(spec.file_schema)
 
     def _reset_file_state(self) -> None:
         key_names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
@@ -152,8 +162,8 @@ class RollingFileWriter:
             self._stream,
             self.spec.file_schema,
             compression=self.spec.compression,
-            use_dictionary=dictionary_columns(
-                first, self.spec.dictionary_columns, DICTIONARY_PAGE_LIMIT),
+            use_dictionary=self._fixed_dictionary + dictionary_columns(
+                first, self.spec.measured_dictionary_columns, DICTIONARY_PAGE_LIMIT),
             dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         )
 
@@ -178,9 +188,13 @@ class RollingFileWriter:
 
     def _step(self, chunk: pa.Table) -> int:
         """Rows per row group: ``ROW_GROUP_ROWS``, fewer for wide rows, so that the size
-        check runs at least every ~target bytes of input."""
-        per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
-        return max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
+        check runs at least every ~target bytes of input. Judged once per writer, from its
+        first chunk (``nbytes`` of a sliced string column walks its offsets)."""
+        if self._step_rows is None:
+            per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
+            self._step_rows = max(1024, min(ROW_GROUP_ROWS,
+                                            self.spec.target_file_size // per_row))
+        return self._step_rows
 
     def _flush_pending(self) -> None:
         """Encode what is gathered, whatever its size (the file is closing)."""
@@ -224,29 +238,23 @@ class RollingFileWriter:
                 self._close_file()
 
     def _measure(self, part: pa.Table) -> _PartStats:
-        """One part's statistics (pure: runs on the caller's thread during encoding)."""
-        values = self._value_stats.measure(part)
+        """What one part adds besides its column statistics: retractions and its first and
+        last key (pure: runs on the caller's thread during encoding)."""
         if not self.spec.is_kv:
-            return _PartStats(part.num_rows, values)
-        mm = pc.min_max(part.column(SEQUENCE_NUMBER))
+            return _PartStats(part.num_rows)
         kinds = part.column(VALUE_KIND)
-        deletes = pc.sum(pc.is_in(kinds, pa.array([1, 3], pa.int8()))).as_py() or 0
+        kinds = kinds.chunk(0) if kinds.num_chunks == 1 else kinds.combine_chunks()
+        # -U is 1 and -D is 3: the retractions are the odd kinds
+        deletes = int(np.count_nonzero(kinds.to_numpy() & 1))
         names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
-        return _PartStats(
-            part.num_rows, values, self._key_stats.measure(part),
-            mm["min"].as_py(), mm["max"].as_py(), deletes,
-            tuple(part.column(n)[0].as_py() for n in names),
-            tuple(part.column(n)[part.num_rows - 1].as_py() for n in names))
+        return _PartStats(part.num_rows, deletes,
+                          tuple(part.column(n)[0].as_py() for n in names),
+                          tuple(part.column(n)[part.num_rows - 1].as_py() for n in names))
 
     def _add(self, m: _PartStats) -> None:
-        """Fold a written part's statistics into the open file's."""
+        """Fold a written part into the open file's metadata."""
         self._rows += m.rows
-        self._value_stats.add(m.values)
         if self.spec.is_kv:
-            assert m.keys is not None
-            self._key_stats.add(m.keys)
-            self._min_seq = m.min_seq if self._min_seq is None else min(self._min_seq, m.min_seq)
-            self._max_seq = m.max_seq if self._max_seq is None else max(self._max_seq, m.max_seq)
             self._deletes += m.deletes
             if self._first_key is None:
                 self._first_key = m.first_key
@@ -257,11 +265,48 @@ class RollingFileWriter:
             self._next_seq += m.rows
             self._max_seq = self._next_seq - 1
 
+    def _fold_footer(self, metadata: pq.FileMetaData) -> None:
+        """The file's column statistics and sequence range, from the footer Arrow wrote; a
+        column the footer has no minimum/maximum for (``footer_stats``) is measured from the
+        written file."""
+        names = [*self._key_stats.names, *self._value_stats.names]
+        if self.spec.is_kv:
+            names.append(SEQUENCE_NUMBER)
+        found = footer_stats(metadata, names, self._leaves)
+        stats = found.stats
+        if found.unknown:
+            stats = self._measure_written(names, stats, found.unknown)
+        keys = len(self._key_stats.names)
+        values = keys + len(self._value_stats.names)
+        self._key_stats.add(ChunkStats(stats.nulls[:keys], stats.mins[:keys], stats.maxs[:keys]))
+        self._value_stats.add(ChunkStats(stats.nulls[keys:values], stats.mins[keys:values],
+                                         stats.maxs[keys:values]))
+        if self.spec.is_kv:
+            self._min_seq, self._max_seq = stats.mins[values], stats.maxs[values]
+
+    def _measure_written(self, names: list[str], stats: ChunkStats,
+                         unknown: Sequence[str]) -> ChunkStats:
+        """``stats`` with the ``unknown`` columns measured from the written file."""
+        types = {f.name: f.type for f in (*self.spec.value_fields, *self.spec.key_fields)}
+        for f in self.spec.key_fields:
+            types[KEY_PREFIX + f.name] = f.type
+        with self.file_io.open_input_file(self._path) as src:
+            rows = pq.ParquetFile(src).read(columns=list(unknown))
+        collector = StatsCollector(list(unknown), [types[n] for n in unknown],
+                                   StatsMode("full"))
+        measured = collector.measure(rows)
+        nulls, mins, maxs = list(stats.nulls), list(stats.mins), list(stats.maxs)
+        for j, name in enumerate(unknown):
+            i = names.index(name)
+            nulls[i], mins[i], maxs[i] = measured.nulls[j], measured.mins[j], measured.maxs[j]
+        return ChunkStats(nulls, mins, maxs)
+
     def _close_file(self) -> None:
         if self._writer is None:
             return
         assert self._stream is not None
         self._writer.close()
+        self._fold_footer(self._writer.writer.metadata)
         size = self._stream.tell()
         self._stream.close()
         self._writer, self._stream = None, None

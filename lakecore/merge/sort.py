@@ -44,6 +44,20 @@ def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
     return perm if perm is not None else np.lexsort(keys[::-1])
 
 
+def packed_order(prefix: np.ndarray, table: pa.Table, columns: list[str]) -> np.ndarray | None:
+    """The stable order of ``table``'s rows by (``prefix``, ``columns``), ``prefix`` a
+    non-negative integer per row (a bucket id), when every column is a null-free integer-like
+    one and all of them pack with the row index into 64 bits (``_packed_permutation``);
+    otherwise ``None``."""
+    keys = [prefix]
+    for name in columns:
+        key = _as_numpy_key(_combined(table.column(name)))
+        if key is None:
+            return None
+        keys.append(key)
+    return _packed_permutation(keys)
+
+
 def group_starts(sorted_table: pa.Table, spec: MergeSpec) -> np.ndarray:
     """Indices (int64, ascending, first is 0) of the rows where a new key begins."""
     n = sorted_table.num_rows
@@ -104,23 +118,30 @@ def _packed_permutation(keys: list[np.ndarray]) -> np.ndarray | None:
         spans.append((lo, (hi - lo).bit_length()))
     if row_bits + sum(bits for _, bits in spans) > 64:
         return None
-    packed = np.zeros(n, dtype=np.uint64)
+    packed: np.ndarray | None = None
     for k, (lo, bits) in zip(keys, spans):
-        if bits:
+        if not bits:
+            continue
+        if packed is None:
+            packed = _offset(k, lo)
+        else:
             packed <<= np.uint64(bits)
             packed |= _offset(k, lo)
+    if packed is None:
+        packed = np.zeros(n, dtype=np.uint64)
     packed <<= np.uint64(row_bits)
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
     packed &= np.uint64((1 << row_bits) - 1)
-    return packed.astype(np.int64)
+    return packed.view(np.int64)  # the row indices fit in 63 bits
 
 
 def _offset(k: np.ndarray, lo: int) -> np.ndarray:
-    """``k - lo`` as uint64; the span fits in 63 bits, so neither subtraction can wrap."""
+    """``k - lo`` as a new uint64 array, in one pass; the span fits in 63 bits, so neither
+    subtraction can wrap."""
     if k.dtype.kind == "u":
-        return k.astype(np.uint64) - np.uint64(lo)
-    return (k.astype(np.int64) - np.int64(lo)).astype(np.uint64)
+        return np.subtract(k, np.uint64(lo), dtype=np.uint64)
+    return np.subtract(k, np.int64(lo), dtype=np.int64).view(np.uint64)
 
 
 def _arrow_permutation(table: pa.Table, columns: list[str]) -> np.ndarray:

@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from lakecore.errors import SchemaError
 from lakecore.format.bucket import POSTPONE_BUCKET, bucket_ids, hash_row, hash_rows
 from lakecore.format.kv import RowKind
+from lakecore.merge.sort import packed_order
 from lakecore.store.file_store import FileStore
 from lakecore.utils.arrow import group_by_columns
 from lakecore.write.bucket_assigner import compute_assigner
@@ -69,8 +70,9 @@ def route(table: FileStore, data: pa.Table,
           channels: AssignerChannels | None = None) -> list[Slice]:
     """Check and cast ``data`` to the table (every check the writers would make, made now),
     compute each row's kind (primary-key tables), partition and bucket, and return one
-    ``Slice`` per (partition, bucket), ordered by partition values (nulls first) then bucket;
-    rows keep their input order within a slice.
+    ``Slice`` per (partition, bucket), ordered by partition values (nulls first) then bucket.
+    Within a slice, rows of one key keep their input order; a primary-key table's slices may
+    come sorted by key (``_split_buckets``), an append table's rows keep their input order.
 
     Every partition is checked before anything is returned: its values must make a path, and
     with ``static_partition`` (an overwrite) every row must belong to that partition.
@@ -99,15 +101,35 @@ def route(table: FileStore, data: pa.Table,
         ids = np.zeros(rows.num_rows, dtype=np.int32)
     routed = rows if kinds is None else rows.append_column(KIND_COLUMN, kinds)
     routed = routed.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
-    groups = group_by_columns(routed, [*schema.partition_keys, BUCKET_COLUMN])
-    for values, _ in groups:
-        _check_partition(table, values[:-1], static_partition)
+    parts = group_by_columns(routed, list(schema.partition_keys))
+    for values, _ in parts:
+        _check_partition(table, values, static_partition)
     names = schema.row_type.names
+    keys = list(schema.trimmed_primary_keys) if kinds is not None else []
     return [
-        Slice(tuple(values[:-1]), int(values[-1]), part.select(names),
-              None if kinds is None else part.column(KIND_COLUMN).combine_chunks())
-        for values, part in groups
+        Slice(values, bucket, piece.select(names),
+              None if kinds is None else piece.column(KIND_COLUMN).combine_chunks())
+        for values, part in parts
+        for bucket, piece in _split_buckets(part, keys)
     ]
+
+
+def _split_buckets(part: pa.Table, keys: list[str]) -> list[tuple[int, pa.Table]]:
+    """One partition's rows cut by bucket, buckets ascending. With ``keys`` (a primary-key
+    table's trimmed key) and more than one bucket, each bucket's rows come sorted by key, rows
+    of one key in input order (a stable sort): one packed numpy sort and one gather for all
+    buckets, where the writers would each sort and gather their own (``merge.sort``). An
+    append table's rows, and keys that do not pack into 64 bits, keep their input order."""
+    ids = part.column(BUCKET_COLUMN).to_numpy()
+    if len(ids) == 0:
+        return []
+    if keys and ids.min() != ids.max():
+        order = packed_order(ids.astype(np.uint32), part, keys)
+        if order is not None:
+            part, ids = part.take(pa.array(order)), ids[order]
+            bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
+            return [(int(ids[s]), part.slice(s, e - s)) for s, e in zip(bounds, bounds[1:])]
+    return [(int(b), piece) for (b,), piece in group_by_columns(part, [BUCKET_COLUMN])]
 
 
 def _route_dynamic(table: FileStore, rows: pa.Table, kinds: pa.Array | None,
