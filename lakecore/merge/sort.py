@@ -44,12 +44,13 @@ def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
     return perm if perm is not None else np.lexsort(keys[::-1])
 
 
-def packed_order(prefix: np.ndarray, table: pa.Table, columns: list[str]) -> np.ndarray | None:
-    """The stable order of ``table``'s rows by (``prefix``, ``columns``), ``prefix`` a
-    non-negative integer per row (a bucket id), when every column is a null-free integer-like
-    one and all of them pack with the row index into 64 bits (``_packed_permutation``);
-    otherwise ``None``."""
-    keys = [prefix]
+def packed_order(prefix: list[np.ndarray], table: pa.Table, columns: list[str]
+                 ) -> np.ndarray | None:
+    """The stable order of ``table``'s rows by (``prefix``, ``columns``), ``prefix`` a few
+    non-negative integer arrays (a partition code, a bucket id), when every column is a
+    null-free integer-like one and all of them pack with the row index into 64 bits
+    (``_packed_permutation``); otherwise ``None``."""
+    keys = list(prefix)
     for name in columns:
         key = _as_numpy_key(_combined(table.column(name)))
         if key is None:

@@ -18,7 +18,13 @@ from lakecore.compact.job import run_task
 from lakecore.errors import LakecoreValidationError
 from lakecore.read.predicate import Predicate
 from lakecore.spark.faults import pause_point
-from lakecore.spark.shuffle import BUCKET_COLUMN, GROUP_COLUMN, PAYLOAD_COLUMN, decode_piece
+from lakecore.spark.shuffle import (
+    BUCKET_COLUMN,
+    GROUP_COLUMN,
+    PAYLOAD_COLUMN,
+    decode_piece,
+    payload_buffers,
+)
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.types import cast_batch
 from lakecore.store.file_store import FileStore
@@ -98,7 +104,7 @@ class WriteTask:
             table = table or self.ref.load()
             for group, bucket, blob in zip(batch.column(GROUP_COLUMN).to_pylist(),
                                            batch.column(BUCKET_COLUMN).to_pylist(),
-                                           batch.column(PAYLOAD_COLUMN).to_pylist()):
+                                           payload_buffers(batch.column(PAYLOAD_COLUMN))):
                 yield decode_piece(table, bucket, blob, group)
 
     def __call__(self, batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

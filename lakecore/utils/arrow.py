@@ -48,3 +48,41 @@ def group_by_columns(
         values = tuple(part.column(n)[0].as_py() for n in names)
         out.append((values, part))
     return out
+
+
+def group_codes(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:
+    """Each row's group of equal ``names`` as a code ``0..G-1``, codes in the order of the
+    groups' values (ascending, nulls first, as ``group_by_columns`` orders them), and each
+    group's values. One hash of each column (``dictionary_encode``) and a sort of its few
+    distinct values, instead of a sort of every row: no rows are moved."""
+    n = table.num_rows
+    if not names or n == 0:
+        return np.zeros(n, dtype=np.int64), ([()] if n else [])
+    codes = np.zeros(n, dtype=np.int64)
+    groups = 1
+    for name in names:
+        col = table.column(name)
+        encoded = pc.dictionary_encode(
+            col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col,
+            null_encoding="encode")
+        order = pc.array_sort_indices(encoded.dictionary, null_placement="at_start").to_numpy()
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        # every value of the dictionary occurs: ranks are 0..D-1, mixed-radix digits of the code
+        codes *= len(order)
+        codes += rank[encoded.indices.to_numpy(zero_copy_only=False)]
+        groups *= len(order)
+        if groups > 4 * n:  # too sparse to count: renumber the groups that occur
+            present, inverse = np.unique(codes, return_inverse=True)
+            codes, groups = inverse.reshape(-1).astype(np.int64, copy=False), len(present)
+    if len(names) > 1 and groups > 1:
+        seen = np.zeros(groups, dtype=bool)
+        seen[codes] = True
+        if not seen.all():
+            renumber = np.cumsum(seen) - 1
+            codes = renumber[codes]
+            groups = int(seen.sum())
+    first = np.zeros(groups, dtype=np.int64)
+    first[codes[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)  # each group's first row
+    columns = [table.column(name).take(pa.array(first)).to_pylist() for name in names]
+    return codes, list(zip(*columns))

@@ -15,7 +15,7 @@ channel that owns its key (Paimon's ``computeAssigner``), as ``Slice.assign_id``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from lakecore.format.bucket import POSTPONE_BUCKET, bucket_ids, hash_row, hash_r
 from lakecore.format.kv import RowKind
 from lakecore.merge.sort import packed_order
 from lakecore.store.file_store import FileStore
-from lakecore.utils.arrow import group_by_columns
+from lakecore.utils.arrow import group_by_columns, group_codes
 from lakecore.write.bucket_assigner import compute_assigner
 from lakecore.write.conform import conform, row_kinds
 from lakecore.write.dynamic_bucket import is_dynamic_bucket_table
@@ -72,7 +72,7 @@ def route(table: FileStore, data: pa.Table,
     compute each row's kind (primary-key tables), partition and bucket, and return one
     ``Slice`` per (partition, bucket), ordered by partition values (nulls first) then bucket.
     Within a slice, rows of one key keep their input order; a primary-key table's slices may
-    come sorted by key (``_split_buckets``), an append table's rows keep their input order.
+    come sorted by key (``_cut``), an append table's rows keep their input order.
 
     Every partition is checked before anything is returned: its values must make a path, and
     with ``static_partition`` (an overwrite) every row must belong to that partition.
@@ -99,37 +99,46 @@ def route(table: FileStore, data: pa.Table,
         ids = np.full(rows.num_rows, POSTPONE_BUCKET, dtype=np.int32)
     else:
         ids = np.zeros(rows.num_rows, dtype=np.int32)
-    routed = rows if kinds is None else rows.append_column(KIND_COLUMN, kinds)
-    routed = routed.append_column(BUCKET_COLUMN, pa.array(ids, pa.int32()))
-    parts = group_by_columns(routed, list(schema.partition_keys))
-    for values, _ in parts:
+    codes, partitions = group_codes(rows, list(schema.partition_keys))
+    for values in partitions:
         _check_partition(table, values, static_partition)
-    names = schema.row_type.names
     keys = list(schema.trimmed_primary_keys) if kinds is not None else []
     return [
-        Slice(values, bucket, piece.select(names),
-              None if kinds is None else piece.column(KIND_COLUMN).combine_chunks())
-        for values, part in parts
-        for bucket, piece in _split_buckets(part, keys)
+        Slice(partitions[code], bucket, part, None if kinds is None else part_kinds)
+        for code, bucket, part, part_kinds in _cut(rows, kinds, codes, ids, keys)
     ]
 
 
-def _split_buckets(part: pa.Table, keys: list[str]) -> list[tuple[int, pa.Table]]:
-    """One partition's rows cut by bucket, buckets ascending. With ``keys`` (a primary-key
-    table's trimmed key) and more than one bucket, each bucket's rows come sorted by key, rows
-    of one key in input order (a stable sort): one packed numpy sort and one gather for all
-    buckets, where the writers would each sort and gather their own (``merge.sort``). An
-    append table's rows, and keys that do not pack into 64 bits, keep their input order."""
-    ids = part.column(BUCKET_COLUMN).to_numpy()
-    if len(ids) == 0:
-        return []
-    if keys and ids.min() != ids.max():
-        order = packed_order(ids.astype(np.uint32), part, keys)
-        if order is not None:
-            part, ids = part.take(pa.array(order)), ids[order]
-            bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
-            return [(int(ids[s]), part.slice(s, e - s)) for s, e in zip(bounds, bounds[1:])]
-    return [(int(b), piece) for (b,), piece in group_by_columns(part, [BUCKET_COLUMN])]
+def _cut(rows: pa.Table, kinds: pa.Array | None, codes: np.ndarray, ids: np.ndarray,
+         keys: list[str]) -> Iterator[tuple[int, int, pa.Table, pa.Array | None]]:
+    """(partition code, bucket, rows, kinds) of every (partition, bucket), in that order, from
+    one packed sort and one gather. With ``keys`` (a primary-key table's trimmed key) each
+    slice's rows come sorted by key, rows of one key in input order (a stable sort): the
+    writers then find their buffers sorted (``merge.sort``). An append table's rows, and keys
+    that do not pack into 64 bits, keep their input order."""
+    n = rows.num_rows
+    if n == 0:
+        return
+    if isinstance(kinds, pa.ChunkedArray):
+        kinds = kinds.combine_chunks()
+    if not codes.any() and ids.min() == ids.max():
+        yield 0, int(ids[0]), rows, kinds  # one partition, one bucket: nothing to move
+        return
+    group = [codes.astype(np.uint64), ids.astype(np.int64).astype(np.uint64)]
+    order = packed_order(group, rows, keys) if keys else None
+    if order is None:
+        order = packed_order(group, rows, [])
+    if order is None:  # more groups than 64 bits can pack with the row index
+        order = np.lexsort((ids, codes))
+    taken = pa.array(order)
+    rows = rows.take(taken)
+    kinds = None if kinds is None else kinds.take(taken)
+    codes, ids = codes[order], ids[order]
+    change = (codes[1:] != codes[:-1]) | (ids[1:] != ids[:-1])
+    bounds = [0, *(np.flatnonzero(change) + 1).tolist(), n]
+    for start, end in zip(bounds, bounds[1:]):
+        yield (int(codes[start]), int(ids[start]), rows.slice(start, end - start),
+               None if kinds is None else kinds.slice(start, end - start))
 
 
 def _route_dynamic(table: FileStore, rows: pa.Table, kinds: pa.Array | None,

@@ -1,0 +1,71 @@
+"""The ingest shuffle's pieces: stage 1 packs every (partition, bucket) piece's IPC stream into
+one payload column; stage 2 reads each piece back as a zero-copy slice of it. What arrives
+must be exactly what the routing cut, piece by piece, with its bucket, partition and kinds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from lakecore.spark import shuffle
+from lakecore.spark.shuffle import decode_piece, encode_piece, payload_buffers, split_rows
+from lakecore.write.routing import route
+from tests.core.helpers import make_table
+
+SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
+                    ("s", pa.string()), ("op", pa.string())])
+
+
+def _table(tmp_path):
+    return make_table(str(tmp_path), SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+                      options={"bucket": "3", "rowkind.field": "op"})
+
+
+def _data(rows: int) -> pa.Table:
+    rng = np.random.default_rng(11)
+    return pa.table({"id": pa.array(rng.integers(0, 500, rows), pa.int64()),
+                     "dt": pa.array(np.where(rng.random(rows) < 0.5, "a", "b")),
+                     "s": pa.array([f"v{i}" if i % 5 else None for i in range(rows)]),
+                     "op": pa.array(np.where(rng.random(rows) < 0.2, "-D", "+I"))},
+                    schema=SCHEMA)
+
+
+def test_pieces_arrive_as_the_routing_cut_them(tmp_path):
+    table = _table(tmp_path)
+    data = _data(4_000)
+    batch = split_rows(table, data, None)
+    slices = route(table, data, None)
+    assert batch.column("rows").to_pylist() == [s.rows.num_rows for s in slices]
+    assert batch.column("bucket").to_pylist() == [s.bucket for s in slices]
+    payloads = batch.column(shuffle.PAYLOAD_COLUMN)
+    # the packed column holds the same bytes a piece-by-piece encoding would
+    expected = [encode_piece(s.rows.append_column("__lakecore_kind", s.kinds)) for s in slices]
+    assert payloads.to_pylist() == expected
+    groups = batch.column(shuffle.GROUP_COLUMN).to_pylist()
+    for s, group, buf in zip(slices, groups, payload_buffers(payloads)):
+        got = decode_piece(table, s.bucket, buf, group)
+        assert got.partition == s.partition and got.bucket == s.bucket
+        assert got.rows.equals(s.rows) and got.kinds.equals(s.kinds)
+        assert decode_piece(table, s.bucket, bytes(buf), group).rows.equals(s.rows)
+
+
+def test_payload_buffers_of_a_sliced_column():
+    blobs = [b"first", b"", b"third piece", b"4"]
+    column = pa.array(blobs, pa.binary())
+    assert [bytes(b) for b in payload_buffers(column)] == blobs
+    assert [bytes(b) for b in payload_buffers(column.slice(1, 3))] == blobs[1:]
+    with_null = pa.array([b"x", None], pa.binary())
+    assert [bytes(b) for b in payload_buffers(with_null.slice(0, 1))] == [b"x"]
+
+
+def test_large_pieces_are_cut_below_the_payload_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(shuffle, "MAX_PAYLOAD_BYTES", 4096)
+    table = _table(tmp_path)
+    data = _data(4_000)
+    batch = split_rows(table, data, None)
+    assert batch.num_rows > len(route(table, data, None))
+    assert sum(batch.column("rows").to_pylist()) == data.num_rows
+    back = [decode_piece(table, b, buf) for b, buf in
+            zip(batch.column("bucket").to_pylist(), payload_buffers(batch.column("payload")))]
+    assert sorted(pa.concat_tables([p.rows for p in back])["s"].drop_null().to_pylist()) == \
+        sorted(data["s"].drop_null().to_pylist())
