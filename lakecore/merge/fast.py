@@ -12,9 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lakecore.format.kv import VALUE_KIND, RowKind
+from lakecore.format.kv import SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.merge.functions import merge_sorted
-from lakecore.merge.sort import group_starts, sort_kv, sort_permutation
+from lakecore.merge.sort import as_numpy_key, group_starts, packed_sort, sort_kv, sort_permutation
 from lakecore.merge.spec import MergeSpec
 from lakecore.options import MergeEngine
 
@@ -28,6 +28,10 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
     if spec.engine is not MergeEngine.DEDUPLICATE or spec.ignore_delete or table.num_rows <= 1:
         out = merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
         return out if columns is None else out.select(columns)
+    if not ordered:
+        latest = _latest_rows(table, spec)
+        if latest is not None:
+            return _pick(table, latest, drop_retracts, columns)
     perm = sort_permutation(table, spec)
     order = np.arange(table.num_rows) if perm is None else np.asarray(perm)
     narrow = table.select([*spec.key_columns, VALUE_KIND])
@@ -48,3 +52,41 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
         mask[chosen] = True
         return source.filter(pa.array(mask))
     return source.take(pa.array(chosen))
+
+
+def _latest_rows(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
+    """The row of each key that a deduplicate merge keeps (in key order), for one
+    null-free integer-like key whose rows are in sequence order (``_SEQUENCE_NUMBER``
+    non-decreasing, as a read's runs are when their sequence ranges follow each other): the
+    last row of each key in row order. One packed sort of (key, row); nothing else is
+    gathered. None when the shape does not apply."""
+    if len(spec.key_columns) != 1 or spec.sequence_fields:
+        return None
+    key = as_numpy_key(table.column(spec.key_columns[0]))
+    seq = as_numpy_key(table.column(SEQUENCE_NUMBER))
+    if key is None or seq is None or np.any(seq[1:] < seq[:-1]):
+        return None
+    packed = packed_sort([key])
+    if packed is None:
+        return None
+    ordered, row_bits = packed
+    keys = ordered >> np.uint64(row_bits)
+    last = np.flatnonzero(keys[1:] != keys[:-1])
+    chosen = ordered[np.append(last, len(ordered) - 1)] & np.uint64((1 << row_bits) - 1)
+    return chosen.view(np.int64)
+
+
+def _pick(table: pa.Table, chosen: np.ndarray, drop_retracts: bool,
+          columns: list[str] | None) -> pa.Table:
+    """Rows ``chosen`` of ``table`` in table order, less retractions when ``drop_retracts``."""
+    if drop_retracts:
+        kinds = as_numpy_key(table.column(VALUE_KIND))
+        assert kinds is not None  # _VALUE_KIND is a NOT NULL tinyint
+        picked = kinds[chosen]
+        chosen = chosen[(picked != RowKind.UPDATE_BEFORE) & (picked != RowKind.DELETE)]
+    source = table if columns is None else table.select(columns)
+    if len(chosen) == table.num_rows:
+        return source
+    mask = np.zeros(table.num_rows, dtype=bool)
+    mask[chosen] = True
+    return source.filter(pa.array(mask))

@@ -71,6 +71,11 @@ def group_starts(sorted_table: pa.Table, spec: MergeSpec) -> np.ndarray:
     return np.flatnonzero(change).astype(np.int64, copy=False)
 
 
+def as_numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
+    """``col`` as an order-preserving numpy array, if it is a null-free integer-like one."""
+    return _as_numpy_key(_combined(col))
+
+
 def _combined(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         return col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
@@ -111,6 +116,18 @@ def _packed_permutation(keys: list[np.ndarray]) -> np.ndarray | None:
     ties (a stable sort), and numpy's plain sort of ``uint64`` (SIMD-accelerated) is several
     times faster than an argsort or ``lexsort``; the permutation is read from the low bits.
     """
+    packed = packed_sort(keys)
+    if packed is None:
+        return None
+    ordered, row_bits = packed
+    ordered &= np.uint64((1 << row_bits) - 1)
+    return ordered.view(np.int64)  # the row indices fit in 63 bits
+
+
+def packed_sort(keys: list[np.ndarray]) -> tuple[np.ndarray, int] | None:
+    """The sorted packed ``uint64`` values of ``_packed_permutation`` and the number of low
+    bits that hold the row index (the high bits are the keys, less their minimums), or None
+    when the keys and the row index do not fit in 64 bits."""
     n = len(keys[0])
     row_bits = max(int(n - 1).bit_length(), 1)
     spans = []
@@ -133,8 +150,7 @@ def _packed_permutation(keys: list[np.ndarray]) -> np.ndarray | None:
     packed <<= np.uint64(row_bits)
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
-    packed &= np.uint64((1 << row_bits) - 1)
-    return packed.view(np.int64)  # the row indices fit in 63 bits
+    return packed, row_bits
 
 
 def _offset(k: np.ndarray, lo: int) -> np.ndarray:

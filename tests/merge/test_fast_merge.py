@@ -13,14 +13,14 @@ from lakecore.merge.sort import sort_kv
 from lakecore.merge.spec import MergeEngine, MergeSpec
 
 
-def _table(ids, kinds, seqs):
+def _table(ids, kinds, seqs, first=0):
     n = len(ids)
     return pa.table({
         "_KEY_id": pa.array(ids, pa.int64()),
         "_SEQUENCE_NUMBER": pa.array(seqs, pa.int64()),
         "_VALUE_KIND": pa.array(kinds, pa.int8()),
         "id": pa.array(ids, pa.int64()),
-        "v": pa.array([f"v{i}" for i in range(n)]),
+        "v": pa.array([f"v{i}" for i in range(first, first + n)], pa.string()),
     })
 
 
@@ -44,11 +44,53 @@ def test_fast_path_equals_reference(rows, drop, shuffle_seq):
     assert got.to_pylist() == want.to_pylist()
 
 
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 20), st.sampled_from([0, 1, 2, 3])), max_size=60))
-def test_unordered_fast_path_keeps_the_same_rows(rows):
-    t = _table([r[0] for r in rows], [r[1] for r in rows], list(range(len(rows))))
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.tuples(st.integers(-5, 20), st.sampled_from([0, 1, 2, 3])),
+                      max_size=20), max_size=6),
+    st.sampled_from(["rows", "runs", "shuffled"]),
+    st.booleans(),
+    st.sampled_from([0, 2**62]),
+)
+def test_unordered_fast_path_keeps_the_same_rows(runs, seq_kind, drop, spread):
+    """The unordered read (``ordered=False``) keeps each key's newest row: with sequence
+    numbers in row order (``rows``), one per run like a read's run-order merge (``runs``:
+    ties), or out of order (``shuffled``: the general path); keys that pack and keys too far
+    apart to pack (``spread``); a table of several chunks, one per run."""
+    tables = []
+    seq = 0
+    for i, run in enumerate(runs):
+        ids = [k * (1 + spread // 21) for k, _ in run]
+        kinds = [kind for _, kind in run]
+        if seq_kind == "runs":
+            seqs = [i] * len(run)
+        else:
+            seqs = list(range(seq, seq + len(run)))
+        tables.append(_table(ids, kinds, seqs, first=seq))
+        seq += len(run)
+    if not tables:
+        return
+    t = pa.concat_tables(tables)
+    if seq_kind == "shuffled" and t.num_rows:
+        order = np.random.default_rng(t.num_rows).permutation(t.num_rows)
+        t = t.set_column(1, "_SEQUENCE_NUMBER", pa.array(order, pa.int64()))
     spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("id", "v"), ("id",))
-    want = merge_sorted(sort_kv(t, spec), spec, drop_retracts=True).to_pylist()
-    got = sort_and_merge(t, spec, drop_retracts=True, ordered=False).to_pylist()
-    assert sorted(got, key=lambda r: r["id"]) == want
+    want = merge_sorted(sort_kv(t, spec), spec, drop_retracts=drop).to_pylist()
+    got = sort_and_merge(t, spec, drop_retracts=drop, ordered=False).to_pylist()
+    assert sorted(got, key=lambda r: (r["id"], r["v"])) == \
+        sorted(want, key=lambda r: (r["id"], r["v"]))
+
+
+def test_unordered_fast_path_on_date_and_int32_keys():
+    for kind in (pa.date32(), pa.int32()):
+        t = pa.table({
+            "_KEY_k": pa.array([3, 1, 2, 1, 3], pa.int32()).cast(kind),
+            "_SEQUENCE_NUMBER": pa.array([0, 0, 1, 1, 1], pa.int64()),
+            "_VALUE_KIND": pa.array([0, 0, 0, 3, 2], pa.int8()),
+            "v": ["a", "b", "c", "d", "e"],
+        })
+        spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_k",), ("v",), ())
+        got = sort_and_merge(t, spec, drop_retracts=True, ordered=False)
+        assert sorted(got["v"].to_pylist()) == ["c", "e"]  # key 1 deleted, 3 updated
+        kept = sort_and_merge(t, spec, drop_retracts=False, ordered=False)
+        assert sorted(kept["v"].to_pylist()) == ["c", "d", "e"]
