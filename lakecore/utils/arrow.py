@@ -8,6 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakecore.utils.threads import in_bucket_task, side_pool
+
 
 def run_starts(columns: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarray:
     """Indices where the tuple of ``columns`` changes (input sorted by them); starts with 0."""
@@ -48,6 +50,20 @@ def group_by_columns(
         values = tuple(part.column(n)[0].as_py() for n in names)
         out.append((values, part))
     return out
+
+
+# Below this many rows a gather stays on the caller's thread (a hand-off costs more).
+PARALLEL_GATHER_ROWS = 32 * 1024
+
+
+def gather(table: pa.Table, indices: pa.Array) -> pa.Table:
+    """``table.take(indices)``, its columns gathered side by side on the side threads (a
+    gather releases the GIL) when the table is large and the caller is not one of several
+    bucket tasks already keeping the cores busy."""
+    if (table.num_columns < 2 or len(indices) < PARALLEL_GATHER_ROWS or in_bucket_task()):
+        return table.take(indices)
+    futures = [side_pool().submit(pc.take, column, indices) for column in table.columns]
+    return pa.Table.from_arrays([f.result() for f in futures], schema=table.schema)
 
 
 def group_codes(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, list[tuple]]:

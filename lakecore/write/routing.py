@@ -28,7 +28,7 @@ from lakecore.format.bucket import POSTPONE_BUCKET, bucket_ids, hash_row, hash_r
 from lakecore.format.kv import RowKind
 from lakecore.merge.sort import packed_order
 from lakecore.store.file_store import FileStore
-from lakecore.utils.arrow import group_by_columns, group_codes
+from lakecore.utils.arrow import gather, group_by_columns, group_codes
 from lakecore.write.bucket_assigner import compute_assigner
 from lakecore.write.conform import conform, row_kinds
 from lakecore.write.dynamic_bucket import is_dynamic_bucket_table
@@ -131,7 +131,7 @@ def _cut(rows: pa.Table, kinds: pa.Array | None, codes: np.ndarray, ids: np.ndar
     if order is None:  # more groups than 64 bits can pack with the row index
         order = np.lexsort((ids, codes))
     taken = pa.array(order)
-    rows = rows.take(taken)
+    rows = gather(rows, taken)
     kinds = None if kinds is None else kinds.take(taken)
     codes, ids = codes[order], ids[order]
     change = (codes[1:] != codes[:-1]) | (ids[1:] != ids[:-1])

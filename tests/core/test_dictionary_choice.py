@@ -144,3 +144,27 @@ def test_every_atomic_type_is_judged_by_its_values(kind: pa.DataType) -> None:
     chosen = dictionary_columns(data, ["distinct", "repeated"], 64 * 1024)
     assert "repeated" in chosen
     assert ("distinct" in chosen) == narrow  # 120 bytes of dictionary pay
+
+
+@pytest.mark.parametrize("kind", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.float64(),
+                                  pa.date32(), pa.timestamp("us")])
+def test_a_slice_is_judged_by_its_own_rows(kind: pa.DataType) -> None:
+    """A routed bucket's rows are a slice of a larger table (an offset into its buffers): the
+    sample is taken from the slice, not from the start of the buffer."""
+    rng = np.random.default_rng(5)
+    repeating = rng.integers(0, 4, 20_000)
+    unique = rng.permutation(20_000) % (120 if kind == pa.int8() else 20_000)
+    values = np.concatenate([repeating, unique]).astype(np.int64)
+    if kind == pa.float64():
+        column = pa.array(values.astype(np.float64))
+    elif kind == pa.date32():
+        column = pa.array(values.astype(np.int32)).view(kind)
+    else:
+        column = pa.array(values).cast(kind)
+    table = pa.table({"c": column})
+    head, tail = table.slice(0, 20_000), table.slice(20_000)
+    assert dictionary_columns(head, ["c"], 64 * 1024) == ["c"]
+    expect_tail = ["c"] if kind == pa.int8() else []
+    assert dictionary_columns(tail, ["c"], 64 * 1024) == expect_tail
+    assert dictionary_columns(pa.table({"c": tail["c"].combine_chunks()}), ["c"],
+                              64 * 1024) == expect_tail
