@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,7 +30,7 @@ from lakecore.format.binary_row import EMPTY_ROW, encode_row
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
-from lakecore.io.dictionary_choice import dictionary_columns
+from lakecore.io.dictionary_choice import DictionaryChoices, dictionary_columns
 from lakecore.io.footer_stats import footer_stats, leaf_columns
 from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
@@ -68,6 +68,9 @@ class FileWriterSpec:
     target_file_size: int
     compression: str = "zstd"
     stats_mode: StatsMode = StatsMode("truncate", 16)
+    # the dictionary choices of this spec's files, shared (``dictionary_choice``)
+    dictionary_choices: DictionaryChoices = field(default_factory=DictionaryChoices,
+                                                  compare=False, repr=False)
 
     @property
     def is_kv(self) -> bool:
@@ -122,7 +125,8 @@ class RollingFileWriter:
         self._pending: list[pa.Table] = []  # rows gathered for the next row group
         self._pending_rows = 0
         self._step_rows: int | None = None  # rows per row group, from the first chunk's width
-        measured = set(spec.measured_dictionary_columns)
+        self._measured_dictionary = spec.measured_dictionary_columns
+        measured = set(self._measured_dictionary)
         self._fixed_dictionary = [n for n in spec.dictionary_columns if n not in measured]
         self._leaves = leaf_columns(spec.file_schema)
 
@@ -156,14 +160,17 @@ class RollingFileWriter:
         # Columns unique within a file (the key, a single-field key's value column, sequence
         # numbers) are written without a dictionary: building one costs more than the whole
         # encoding of a small file and saves nothing. Of the others, the ones whose first rows
-        # encode smaller with a dictionary keep it (parquet-mr's rule, io/dictionary_choice),
-        # falling back to plain after 64 KiB.
+        # encode smaller with a dictionary keep it (parquet-mr's rule, io/dictionary_choice;
+        # a choice serves the next files of this spec, partition and size), falling back to
+        # plain after 64 KiB.
         self._writer = pq.ParquetWriter(
             self._stream,
             self.spec.file_schema,
             compression=self.spec.compression,
-            use_dictionary=self._fixed_dictionary + dictionary_columns(
-                first, self.spec.measured_dictionary_columns, DICTIONARY_PAGE_LIMIT),
+            use_dictionary=self._fixed_dictionary + self.spec.dictionary_choices.choose(
+                (self.partition, first.num_rows.bit_length()),
+                lambda: dictionary_columns(first, self._measured_dictionary,
+                                           DICTIONARY_PAGE_LIMIT)),
             dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         )
 

@@ -23,12 +23,47 @@ size or time, never correctness: both encodings read back the same values.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 SAMPLE_ROWS = 512  # enough to see repeats of any dictionary that fits a 64 KiB page
+# A choice made for one file serves this many more files of the same writer spec, partition
+# and size class before the next file is sampled again.
+CHOICE_REUSES = 16
+
+
+class DictionaryChoices:
+    """Choices shared by the files one writer spec writes (one ``TableWrite``, one
+    compaction): the buckets of a partition are a hash partition of the same rows, so a file
+    of about the same size (the same power of two of rows) in the same partition would be
+    judged the same. Each choice serves ``CHOICE_REUSES`` more files, then is made again from
+    the file at hand, so a writer that lives long follows its data. Thread-safe: the buckets
+    of one write open their files side by side."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[Hashable, tuple[list[str], int]] = {}
+
+    def choose(self, key: Hashable, decide: Callable[[], list[str]]) -> list[str]:
+        with self._lock:
+            held = self._held.get(key)
+            if held is not None and held[1] > 0:
+                self._held[key] = (held[0], held[1] - 1)
+                return list(held[0])
+        choice = decide()
+        with self._lock:
+            self._held[key] = (list(choice), CHOICE_REUSES)
+        return choice
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {}  # a copy (a pickled task) starts with no choices
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__()  # type: ignore[misc]
 
 
 def dictionary_columns(part: pa.Table, candidates: Iterable[str], page_limit: int) -> list[str]:

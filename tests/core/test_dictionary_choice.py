@@ -168,3 +168,52 @@ def test_a_slice_is_judged_by_its_own_rows(kind: pa.DataType) -> None:
     assert dictionary_columns(tail, ["c"], 64 * 1024) == expect_tail
     assert dictionary_columns(pa.table({"c": tail["c"].combine_chunks()}), ["c"],
                               64 * 1024) == expect_tail
+
+
+def test_a_choice_serves_the_next_files_of_its_partition_and_size_then_is_made_again() -> None:
+    import pickle
+
+    from lakecore.io.dictionary_choice import CHOICE_REUSES, DictionaryChoices
+
+    choices = DictionaryChoices()
+    calls: list[str] = []
+
+    def decide(answer: list[str]):
+        def run() -> list[str]:
+            calls.append(answer[0] if answer else "-")
+            return list(answer)
+        return run
+
+    assert choices.choose(("p1", 13), decide(["a"])) == ["a"]
+    for _ in range(CHOICE_REUSES):  # the same partition and size class: reused
+        assert choices.choose(("p1", 13), decide(["b"])) == ["a"]
+    assert choices.choose(("p1", 13), decide(["b"])) == ["b"]  # then judged again
+    assert choices.choose(("p2", 13), decide(["c"])) == ["c"]  # another partition
+    assert choices.choose(("p1", 14), decide([])) == []  # another size class
+    assert calls == ["a", "b", "c", "-"]
+    copy = pickle.loads(pickle.dumps(choices))  # a pickled task starts afresh
+    assert copy.choose(("p1", 13), decide(["d"])) == ["d"]
+
+
+def test_files_of_one_write_share_the_choice_and_stay_correct(tmp_path: Path) -> None:
+    """16 buckets of one commit: every file's footer shows the dictionary on the repeating
+    column only, whichever file made the choice."""
+    schema = pa.schema([pa.field("id", pa.int64(), False), ("country", pa.string()),
+                        ("v", pa.float64())])
+    table = make_table(str(tmp_path), schema, primary_keys=["id"], options={"bucket": "16"})
+    rng = np.random.default_rng(2)
+    rows = 64_000
+    write(table, pa.table({"id": pa.array(rng.permutation(rows), pa.int64()),
+                           "country": pa.array(rng.choice(["de", "fr", "nl"], rows)),
+                           "v": pa.array(rng.standard_normal(rows))}, schema=schema))
+    files = [f for s in table.new_read_builder().new_scan().plan().splits() for f in s.files]
+    assert len(files) == 16
+    for split in table.new_read_builder().new_scan().plan().splits():
+        for f in split.files:
+            path = table.paths.data_file_path((), split.bucket, f.file_name, None)
+            with table.file_io.open_input_file(path) as src:
+                meta = pq.ParquetFile(src).metadata.row_group(0)
+            by_name = {meta.column(i).path_in_schema: meta.column(i) for i in
+                       range(meta.num_columns)}
+            assert by_name["country"].has_dictionary_page
+            assert not by_name["v"].has_dictionary_page
