@@ -25,8 +25,9 @@ from lakecore.store.file_store import FileStore
 from lakecore.utils.threads import in_bucket_task, side_pool
 
 CHUNK_ROWS = 256 * 1024
-# A file read whole up to this size is fetched in one read and decoded from memory.
-SMALL_FILE_BYTES = 8 * 1024 * 1024
+# A file read whole up to this size is fetched in one read and decoded from memory (a read of a
+# few columns of a larger file fetches only theirs).
+SMALL_FILE_BYTES = 1024 * 1024
 
 
 def data_file_path(table: FileStore, partition: Sequence[Any], bucket: int,
