@@ -313,10 +313,11 @@ class RollingFileWriter:
             return
         assert self._stream is not None
         self._writer.close()
-        self._fold_footer(self._writer.writer.metadata)
         size = self._stream.tell()
-        self._stream.close()
+        self._stream.close()  # the file exists now (an object store's upload completes)
+        footer = self._writer.writer.metadata
         self._writer, self._stream = None, None
+        self._fold_footer(footer)
         if self.spec.is_kv:
             key_types = [f.type for f in self.spec.key_fields]
             min_key = encode_row(self._first_key or (), key_types)

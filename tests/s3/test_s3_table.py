@@ -209,3 +209,25 @@ def test_the_command_line_takes_s3_options_and_never_prints_the_secret(moto_serv
     err = capsys.readouterr().err
     assert "'s3.secret.key': conflicts with 's3.secret-key'" in err
     assert SECRET_KEY not in err and "another" not in err
+
+
+def test_stats_the_footer_lacks_are_measured_from_the_uploaded_file(moto_server: MotoServer,
+                                                                     bucket: str):
+    """A value over Arrow's 4 KiB statistics limit leaves the footer without a min/max: the
+    writer reads the column back, which on S3 exists only once its upload completed."""
+    from lakecore.format.binary_row import decode_row
+
+    catalog = CatalogFactory.create({**moto_server.catalog_options(bucket),
+                                     "commit.protocol": "conditional-put"})
+    catalog.create_database("db", ignore_if_exists=True)
+    catalog.create_table("db.long", Schema.from_pyarrow_schema(
+        SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+        options={"bucket": "1", "metadata.stats-mode": "full"}))
+    table = catalog.get_table("db.long")
+    write(table, pa.table({"dt": ["d", "d"], "id": [1, 2], "v": ["x" * 5000, "a"]},
+                          schema=SCHEMA))
+    (split,) = table.new_read_builder().new_scan().plan().splits()
+    (f,) = split.files
+    types = [table.schema.row_type.field(n).type for n in table.schema.row_type.names]
+    assert decode_row(f.value_stats.min_values, types)[2] == "a"
+    assert decode_row(f.value_stats.max_values, types)[2] == "x" * 5000
