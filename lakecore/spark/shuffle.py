@@ -61,10 +61,17 @@ def encode_piece(data: pa.Table) -> bytes:
 
 def payload_buffers(payloads: pa.Array) -> list[pa.Buffer]:
     """The pieces of a ``binary`` payload column as slices of its data buffer (no copy)."""
-    if payloads.type != pa.binary() or payloads.null_count:
+    width: type[np.signedinteger[Any]]
+    if payloads.type == pa.binary():
+        width = np.int32
+    elif payloads.type == pa.large_binary():  # Spark with arrow.useLargeVarTypes
+        width = np.int64
+    else:
+        return [pa.py_buffer(b) for b in payloads.to_pylist()]
+    if payloads.null_count:
         return [pa.py_buffer(b) for b in payloads.to_pylist()]
     _, offsets, data = payloads.buffers()
-    at = np.frombuffer(offsets, np.int32)[payloads.offset:payloads.offset + len(payloads) + 1]
+    at = np.frombuffer(offsets, width)[payloads.offset:payloads.offset + len(payloads) + 1]
     return [data.slice(int(a), int(b - a)) for a, b in zip(at[:-1], at[1:])]
 
 

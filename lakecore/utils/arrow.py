@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.utils.threads import in_bucket_task, side_pool
+from lakecore.utils.threads import in_bucket_task, in_side_task, side_pool
 
 
 def run_starts(columns: Sequence[pa.ChunkedArray | pa.Array]) -> np.ndarray:
@@ -59,8 +59,10 @@ PARALLEL_GATHER_ROWS = 32 * 1024
 def gather(table: pa.Table, indices: pa.Array) -> pa.Table:
     """``table.take(indices)``, its columns gathered side by side on the side threads (a
     gather releases the GIL) when the table is large and the caller is not one of several
-    bucket tasks already keeping the cores busy."""
-    if (table.num_columns < 2 or len(indices) < PARALLEL_GATHER_ROWS or in_bucket_task()):
+    bucket tasks already keeping the cores busy (nor a side task: it would wait on its own
+    pool)."""
+    if (table.num_columns < 2 or len(indices) < PARALLEL_GATHER_ROWS or in_bucket_task()
+            or in_side_task()):
         return table.take(indices)
     futures = [side_pool().submit(pc.take, column, indices) for column in table.columns]
     return pa.Table.from_arrays([f.result() for f in futures], schema=table.schema)
@@ -98,7 +100,7 @@ def group_codes(table: pa.Table, names: Sequence[str]) -> tuple[np.ndarray, list
             renumber = np.cumsum(seen) - 1
             codes = renumber[codes]
             groups = int(seen.sum())
-    first = np.zeros(groups, dtype=np.int64)
-    first[codes[::-1]] = np.arange(n - 1, -1, -1, dtype=np.int64)  # each group's first row
-    columns = [table.column(name).take(pa.array(first)).to_pylist() for name in names]
+    some = np.zeros(groups, dtype=np.int64)
+    some[codes] = np.arange(n, dtype=np.int64)  # a row of each group (all hold its values)
+    columns = [table.column(name).take(pa.array(some)).to_pylist() for name in names]
     return codes, list(zip(*columns))

@@ -95,6 +95,11 @@ def side_pool() -> ThreadPoolExecutor:
     return _pool("side")
 
 
+def in_side_task() -> bool:
+    """Whether this thread is one of the side threads (``side_pool``)."""
+    return threading.current_thread().name.startswith("lakecore-side")
+
+
 def bucket_pool() -> ThreadPoolExecutor:
     """The threads that flush and compact the buckets of one write side by side."""
     return _pool("bucket")

@@ -54,6 +54,8 @@ def test_payload_buffers_of_a_sliced_column():
     column = pa.array(blobs, pa.binary())
     assert [bytes(b) for b in payload_buffers(column)] == blobs
     assert [bytes(b) for b in payload_buffers(column.slice(1, 3))] == blobs[1:]
+    large = pa.array(blobs, pa.large_binary())
+    assert [bytes(b) for b in payload_buffers(large.slice(2))] == blobs[2:]
     with_null = pa.array([b"x", None], pa.binary())
     assert [bytes(b) for b in payload_buffers(with_null.slice(0, 1))] == [b"x"]
 
