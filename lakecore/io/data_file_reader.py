@@ -96,8 +96,7 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
     rows = 0
     try:
         with table.file_io.open_input_file(path) as src:
-            pf = _parquet_file(src, f, whole=chunk_rows is None,
-                               object_store=table.file_io.is_object_store)
+            pf = _parquet_file(src, f, whole=chunk_rows is None)
             cols = _physical_columns(columns, set(pf.schema_arrow.names))
             if chunk_rows is None:
                 # a bucket task keeps its core busy: Arrow's own threads would only contend
@@ -118,15 +117,14 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
         raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
 
 
-def _parquet_file(src: pa.NativeFile, f: DataFileMeta, *, whole: bool,
-                  object_store: bool) -> pq.ParquetFile:
+def _parquet_file(src: pa.NativeFile, f: DataFileMeta, *, whole: bool) -> pq.ParquetFile:
     """The Parquet reader of an open data file. A small file read whole is fetched in one
-    read (one request on an object store) and decoded from memory; Arrow's pre-buffering
-    (ranges fetched ahead on its I/O threads) pays only for a larger file on an object store:
-    locally it costs more per file (~0.1 ms) than a 6k-row file takes to decode its column."""
+    read (one request on an object store) and decoded from memory, without Arrow's
+    pre-buffering (ranges fetched ahead on its I/O threads: ~0.1 ms per file, more than a
+    6k-row file takes to decode a column); a larger one is read with Arrow's defaults."""
     if whole and 0 < f.file_size <= SMALL_FILE_BYTES:
         return pq.ParquetFile(pa.BufferReader(src.read_buffer()), pre_buffer=False)
-    return pq.ParquetFile(src, pre_buffer=object_store)
+    return pq.ParquetFile(src)
 
 
 def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: DataFileMeta,
