@@ -63,7 +63,8 @@ class DictionaryChoices:
         return {}  # a copy (a pickled task) starts with no choices
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__()  # type: ignore[misc]
+        self._lock = threading.Lock()
+        self._held = {}
 
 
 def dictionary_columns(part: pa.Table, candidates: Iterable[str], page_limit: int) -> list[str]:
@@ -72,8 +73,8 @@ def dictionary_columns(part: pa.Table, candidates: Iterable[str], page_limit: in
     rows = part.num_rows
     if rows == 0 or not names:
         return names
-    positions = (np.arange(min(rows, SAMPLE_ROWS), dtype=np.int64) * rows) // min(rows,
-                                                                              SAMPLE_ROWS)
+    count = min(rows, SAMPLE_ROWS)
+    positions = (np.arange(count, dtype=np.int64) * rows) // count  # evenly spaced rows
     # null-free fixed-width numbers are sampled and counted together in numpy (one gather
     # and one sort for all of them); the other columns one by one
     numeric = [n for n in names if _numpy_sampleable(part.column(n))]
@@ -87,7 +88,9 @@ def dictionary_columns(part: pa.Table, candidates: Iterable[str], page_limit: in
     for name in names:
         column = part.column(name)
         if name in seen:
-            verdict = _verdict(column.type, len(positions), rows, seen[name], page_limit)
+            width = _fixed_width(column.type)
+            assert width is not None  # _numpy_sampleable
+            verdict = _pays(width, seen[name], len(positions), rows, page_limit)
         else:
             verdict = _keeps_dictionary(column, sampled[name], page_limit)
         if verdict:
@@ -118,15 +121,14 @@ def _count_distinct_numeric(part: pa.Table, names: list[str],
     return (1 + np.count_nonzero(stacked[:, 1:] != stacked[:, :-1], axis=1)).tolist()
 
 
-def _verdict(kind: pa.DataType, sample: int, rows: int, seen: int, page_limit: int) -> bool:
-    """parquet-mr's rule for a fixed-width column with ``seen`` distinct values in an even
-    ``sample`` of its ``rows`` (null-free) values."""
-    width = _fixed_width(kind)
-    assert width is not None
-    distinct = estimate_distinct(seen, sample, rows)
-    index_bytes = rows * max(1, math.ceil(math.log2(max(distinct, 2)))) / 8
+def _pays(width: float, seen: int, sample: int, values: int, page_limit: int) -> bool:
+    """parquet-mr's rule for a column of ``values`` non-null values ``width`` bytes wide, with
+    ``seen`` distinct values in an even ``sample`` of them: the dictionary fits its page, and
+    it and its indices are smaller than the plain values."""
+    distinct = estimate_distinct(seen, sample, values)
+    index_bytes = values * max(1, math.ceil(math.log2(max(distinct, 2)))) / 8
     dictionary = distinct * width
-    return dictionary <= page_limit and dictionary + index_bytes < rows * width
+    return dictionary <= page_limit and dictionary + index_bytes < values * width
 
 
 def _keeps_dictionary(column: pa.ChunkedArray, sample: pa.ChunkedArray, page_limit: int) -> bool:
@@ -142,10 +144,7 @@ def _keeps_dictionary(column: pa.ChunkedArray, sample: pa.ChunkedArray, page_lim
         return True
     if width is None:  # plain binary: a 4-byte length + the bytes (the sample's offsets + data)
         width = sample.nbytes / len(sample)
-    distinct = estimate_distinct(_count_distinct(sample, numeric), len(sample), values)
-    index_bytes = values * max(1, math.ceil(math.log2(max(distinct, 2)))) / 8
-    dictionary = distinct * width
-    return dictionary <= page_limit and dictionary + index_bytes < values * width
+    return _pays(width, _count_distinct(sample, numeric), len(sample), values, page_limit)
 
 
 def _count_distinct(sample: pa.ChunkedArray, numeric: bool) -> int:

@@ -31,7 +31,11 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
     if not ordered:
         latest = _latest_rows(table, spec)
         if latest is not None:
-            return _pick(table, latest, drop_retracts, columns)
+            if drop_retracts:
+                kinds = as_numpy_key(table.column(VALUE_KIND))
+                assert kinds is not None  # _VALUE_KIND is a NOT NULL tinyint
+                latest = latest[_live(kinds[latest])]
+            return _rows(table, latest, columns, ordered=False, in_order=False)
     perm = sort_permutation(table, spec)
     order = np.arange(table.num_rows) if perm is None else np.asarray(perm)
     narrow = table.select([*spec.key_columns, VALUE_KIND])
@@ -41,11 +45,22 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
     last = np.append(starts[1:], narrow.num_rows) - 1
     chosen = order[last]
     if drop_retracts:
-        kinds = narrow.column(VALUE_KIND).to_numpy()[last]
-        keep = (kinds != RowKind.UPDATE_BEFORE) & (kinds != RowKind.DELETE)
-        chosen = chosen[keep]
+        chosen = chosen[_live(narrow.column(VALUE_KIND).to_numpy()[last])]
+    return _rows(table, chosen, columns, ordered=ordered, in_order=perm is None)
+
+
+def _live(kinds: np.ndarray) -> np.ndarray:
+    """Which of ``kinds`` are not retractions (-U, -D)."""
+    return (kinds != RowKind.UPDATE_BEFORE) & (kinds != RowKind.DELETE)
+
+
+def _rows(table: pa.Table, chosen: np.ndarray, columns: list[str] | None, *, ordered: bool,
+          in_order: bool) -> pa.Table:
+    """Rows ``chosen`` of ``table`` (only ``columns``): in ``chosen``'s order, or with
+    ``ordered=False`` in table order (a filter, cheaper than a gather). ``in_order``: ``chosen``
+    is ascending, so choosing every row is the table itself."""
     source = table if columns is None else table.select(columns)
-    if perm is None and len(chosen) == table.num_rows:
+    if len(chosen) == table.num_rows and (in_order or not ordered):
         return source
     if not ordered:
         mask = np.zeros(table.num_rows, dtype=bool)
@@ -74,19 +89,3 @@ def _latest_rows(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
     last = np.flatnonzero(keys[1:] != keys[:-1])
     chosen = ordered[np.append(last, len(ordered) - 1)] & np.uint64((1 << row_bits) - 1)
     return chosen.view(np.int64)
-
-
-def _pick(table: pa.Table, chosen: np.ndarray, drop_retracts: bool,
-          columns: list[str] | None) -> pa.Table:
-    """Rows ``chosen`` of ``table`` in table order, less retractions when ``drop_retracts``."""
-    if drop_retracts:
-        kinds = as_numpy_key(table.column(VALUE_KIND))
-        assert kinds is not None  # _VALUE_KIND is a NOT NULL tinyint
-        picked = kinds[chosen]
-        chosen = chosen[(picked != RowKind.UPDATE_BEFORE) & (picked != RowKind.DELETE)]
-    source = table if columns is None else table.select(columns)
-    if len(chosen) == table.num_rows:
-        return source
-    mask = np.zeros(table.num_rows, dtype=bool)
-    mask[chosen] = True
-    return source.filter(pa.array(mask))

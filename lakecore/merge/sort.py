@@ -52,7 +52,7 @@ def packed_order(prefix: list[np.ndarray], table: pa.Table, columns: list[str]
     (``_packed_permutation``); otherwise ``None``."""
     keys = list(prefix)
     for name in columns:
-        key = _as_numpy_key(_combined(table.column(name)))
+        key = as_numpy_key(table.column(name))
         if key is None:
             return None
         keys.append(key)

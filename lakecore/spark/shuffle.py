@@ -44,6 +44,8 @@ MAX_PAYLOAD_BYTES = 8 << 20  # a piece's IPC size, so shuffle rows and Arrow bat
 # shuffle files; measured on the 10M-row ingest bench, about 1 CPU-second less in total.
 _IPC_OPTIONS = pa.ipc.IpcWriteOptions(compression="lz4")
 _MAX_BINARY_BYTES = 2**31 - 1  # a ``binary`` array's data (32-bit offsets)
+_OFFSET_WIDTHS: dict[pa.DataType, type[np.signedinteger[Any]]] = {
+    pa.binary(): np.int32, pa.large_binary(): np.int64}
 
 
 def group_key(table: FileStore, partition: tuple, bucket: int) -> int:
@@ -52,23 +54,11 @@ def group_key(table: FileStore, partition: tuple, bucket: int) -> int:
     return int.from_bytes(hashlib.blake2b(raw, digest_size=8).digest(), "little") >> 1
 
 
-def encode_piece(data: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, data.schema, options=_IPC_OPTIONS) as w:
-        w.write_table(data)
-    return sink.getvalue().to_pybytes()
-
-
 def payload_buffers(payloads: pa.Array) -> list[pa.Buffer]:
-    """The pieces of a ``binary`` payload column as slices of its data buffer (no copy)."""
-    width: type[np.signedinteger[Any]]
-    if payloads.type == pa.binary():
-        width = np.int32
-    elif payloads.type == pa.large_binary():  # Spark with arrow.useLargeVarTypes
-        width = np.int64
-    else:
-        return [pa.py_buffer(b) for b in payloads.to_pylist()]
-    if payloads.null_count:
+    """The pieces of a payload column as slices of its data buffer (no copy); ``large_binary``
+    too (Spark with ``arrow.useLargeVarTypes``)."""
+    width = _OFFSET_WIDTHS.get(payloads.type)
+    if width is None or payloads.null_count:
         return [pa.py_buffer(b) for b in payloads.to_pylist()]
     _, offsets, data = payloads.buffers()
     at = np.frombuffer(offsets, width)[payloads.offset:payloads.offset + len(payloads) + 1]
@@ -116,15 +106,16 @@ def split_rows(table: FileStore, data: pa.Table,
 
 
 def _payloads(pieces: list[pa.Table]) -> pa.Array:
-    """The pieces as one ``binary`` array of IPC streams (``encode_piece``'s bytes each)."""
+    """The pieces as one ``binary`` array, one LZ4-compressed IPC stream per piece."""
     sink = pa.BufferOutputStream()
     offsets = [0]
     for piece in pieces:
         with pa.ipc.new_stream(sink, piece.schema, options=_IPC_OPTIONS) as w:
             w.write_table(piece)
         offsets.append(sink.tell())
-    if offsets[-1] > _MAX_BINARY_BYTES:  # past 32-bit offsets: Arrow raises its own error
-        return pa.array([encode_piece(p) for p in pieces], pa.binary())
+    if offsets[-1] > _MAX_BINARY_BYTES:
+        raise ValueError(f"one stage-1 batch holds {offsets[-1]:,} bytes of pieces, past the "
+                         "2 GiB of a binary column; lower SPLIT_BATCH_ROWS for rows this wide")
     data = sink.getvalue()
     return pa.Array.from_buffers(pa.binary(), len(pieces),
                                  [None, pa.py_buffer(np.asarray(offsets, np.int32)), data])

@@ -1,6 +1,7 @@
 """``group_codes``: rows grouped by equal values of some columns without moving them, the
-groups numbered in the order ``group_by_columns`` (a sort of every row) gives them: values
-ascending, nulls first. The routing cuts partitions with it."""
+groups numbered in the order of their values (ascending, nulls first, as partitions are
+listed); ``group_by_columns`` cuts the rows by them. The routing cuts partitions with them.
+The reference is plain Python over the rows."""
 
 from __future__ import annotations
 
@@ -30,11 +31,24 @@ def _random_table(rows: int, seed: int) -> pa.Table:
 def test_codes_group_and_order_rows_as_a_sort_would(names, seed):
     table = _random_table(3_000, seed)
     codes, values = group_codes(table, names)
-    expected = group_by_columns(table, names)
-    assert values == [v for v, _ in expected]
+    expected = _reference(table, names)
+    assert values == list(expected)
     rows = table.column("row").to_numpy()
-    for code, (_, part) in enumerate(expected):
-        assert sorted(rows[codes == code].tolist()) == sorted(part.column("row").to_pylist())
+    for code, value in enumerate(values):
+        assert rows[codes == code].tolist() == expected[value]
+    groups = group_by_columns(table, names)
+    assert [v for v, _ in groups] == list(expected)
+    for value, part in groups:
+        assert part.column("row").to_pylist() == expected[value]  # input order kept
+
+
+def _reference(table: pa.Table, names: list[str]) -> dict[tuple, list[int]]:
+    """Each distinct value tuple (ascending, nulls first) and its rows, in row order."""
+    groups: dict[tuple, list[int]] = {}
+    for row in table.to_pylist():
+        groups.setdefault(tuple(row[n] for n in names), []).append(row["row"])
+    order = sorted(groups, key=lambda v: tuple((x is not None, x) for x in v))
+    return {v: groups[v] for v in order}
 
 
 def test_many_sparse_groups_are_renumbered():
@@ -43,7 +57,8 @@ def test_many_sparse_groups_are_renumbered():
     rows = 600
     table = pa.table({c: pa.array(rng.integers(0, 50, rows)) for c in "abcd"})
     codes, values = group_codes(table, list("abcd"))
-    assert values == [v for v, _ in group_by_columns(table, list("abcd"))]
+    assert values == list(_reference(table.append_column("row", pa.array(range(rows))),
+                                     list("abcd")))
     assert codes.max() == len(values) - 1 and len(np.unique(codes)) == len(values)
 
 
@@ -53,3 +68,6 @@ def test_no_columns_and_no_rows():
     assert values == [()] and not codes.any() and len(codes) == 10
     codes, values = group_codes(table.slice(0, 0), ["s"])
     assert values == [] and len(codes) == 0
+    assert group_by_columns(table.slice(0, 0), ["s"]) == []
+    ((value, part),) = group_by_columns(table.filter(pa.array([True] + [False] * 9)), ["s", "i"])
+    assert part.num_rows == 1 and value == (table["s"][0].as_py(), table["i"][0].as_py())

@@ -8,12 +8,21 @@ import numpy as np
 import pyarrow as pa
 
 from lakecore.spark import shuffle
-from lakecore.spark.shuffle import decode_piece, encode_piece, payload_buffers, split_rows
+from lakecore.spark.shuffle import decode_piece, payload_buffers, split_rows
 from lakecore.write.routing import route
 from tests.core.helpers import make_table
 
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), pa.field("dt", pa.string(), False),
                     ("s", pa.string()), ("op", pa.string())])
+
+
+def _ipc(data: pa.Table) -> bytes:
+    """A piece's IPC stream, LZ4-compressed, written on its own."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema,
+                           options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
+        w.write_table(data)
+    return sink.getvalue().to_pybytes()
 
 
 def _table(tmp_path):
@@ -39,7 +48,7 @@ def test_pieces_arrive_as_the_routing_cut_them(tmp_path):
     assert batch.column("bucket").to_pylist() == [s.bucket for s in slices]
     payloads = batch.column(shuffle.PAYLOAD_COLUMN)
     # the packed column holds the same bytes a piece-by-piece encoding would
-    expected = [encode_piece(s.rows.append_column("__lakecore_kind", s.kinds)) for s in slices]
+    expected = [_ipc(s.rows.append_column("__lakecore_kind", s.kinds)) for s in slices]
     assert payloads.to_pylist() == expected
     groups = batch.column(shuffle.GROUP_COLUMN).to_pylist()
     for s, group, buf in zip(slices, groups, payload_buffers(payloads)):
