@@ -62,9 +62,10 @@ def build_zip() -> Path:
     return REPO / "dist" / "lakecore.zip"
 
 
-def command(job: str, args: list[str], zip_path: Path) -> list[str]:
+def command(job: str, args: list[str], zip_path: Path,
+            conf: dict[str, str] | None = None) -> list[str]:
     argv = [str(SPARK_SUBMIT), "--master", "local[2]", "--py-files", str(zip_path)]
-    for k, v in CONF.items():
+    for k, v in {**CONF, **(conf or {})}.items():
         argv += ["--conf", f"{k}={v}"]
     return [*argv, str(REPO / "lakecore" / "spark" / "jobs" / f"{job}.py"), *args]
 
@@ -84,9 +85,11 @@ def environment(workdir: Path, extra: dict[str, str] | None = None) -> dict[str,
 
 
 def start(job: str, args: list[str], zip_path: Path, workdir: Path,
-          env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    """A job in its own process group (so a test can SIGKILL all of it at once)."""
-    return subprocess.Popen(command(job, args, zip_path), cwd=workdir,
+          env: dict[str, str] | None = None,
+          conf: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    """A job in its own process group (so a test can SIGKILL all of it at once); ``conf``:
+    more ``--conf`` settings."""
+    return subprocess.Popen(command(job, args, zip_path, conf), cwd=workdir,
                             env=environment(workdir, env), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
 

@@ -120,6 +120,8 @@ def test_killed_in_write_and_in_commit_then_rerun_commits_exactly_once(
     done = submit.run("ingest", args, zip_path, tmp_path)
     assert done.returncode == 0, done.output[-5000:]
     assert done.summary["snapshot_ids"] == [1] and not done.summary["skipped"]
+    # the job's session default: Spark does not compress the already compressed pieces
+    assert "session: spark.shuffle.compress=false" in done.output
     assert h.rows(table) == h.model([data])
 
     again = submit.run("ingest", args, zip_path, tmp_path)
@@ -157,15 +159,19 @@ def test_two_ingests_and_a_compaction_at_once_with_the_postgres_lock(
     # two more batches with keys of their own (so the final state does not depend on order)
     extra = [h.batch([(h.DTS[k % 3], 100_000 * j + k, "+I") for k in range(400)], 10 + j)
              for j in (1, 2)]
+    # the second ingest sets spark.shuffle.compress itself: the job keeps it
     procs = [submit.start("ingest", _table_args(
         warehouse, "--source", h.write_parquet(str(tmp_path / f"s{j}"), "b", b),
-        "--commit-identifier", str(100 + j), *lock), zip_path, tmp_path)
+        "--commit-identifier", str(100 + j), *lock), zip_path, tmp_path,
+        conf={"spark.shuffle.compress": "true"} if j else None)
         for j, b in enumerate(extra)]
     procs.append(submit.start("compact", _table_args(warehouse, "--full", *lock), zip_path,
                               tmp_path))
     results = [submit.finish(p) for p in procs]
     for r in results:
         assert r.returncode == 0, r.output[-5000:]
+    assert "session: spark.shuffle.compress=false" in results[0].output
+    assert "session: spark.shuffle.compress=true" in results[1].output
     assert h.rows(table) == h.model([*base, *extra])
     snaps = list(table.snapshot_manager.snapshots())
     assert [s.id for s in snaps] == list(range(1, len(snaps) + 1)) == list(range(1, 7))
