@@ -214,7 +214,7 @@ def _column_slots(col: Any, t: DataType) -> tuple[np.ndarray, np.ndarray, _VarPa
         target = to_arrow(t)
         if arr.type != target:
             arr = arr.cast(target)
-        slots = _fixed_values(arr, _INT_ROOTS[r]).astype(np.uint64)
+        slots = _fixed_values(arr, _INT_ROOTS[r]).astype(np.uint64, copy=False)
     elif r is TypeRoot.BOOLEAN:
         slots = pc.fill_null(arr.cast(pa.bool_()), False).to_numpy(zero_copy_only=False)
         slots = slots.astype(np.uint64)
@@ -258,7 +258,7 @@ def _column_slots(col: Any, t: DataType) -> tuple[np.ndarray, np.ndarray, _VarPa
             )
     else:
         raise SchemaError(f"cannot bucket on {t}")
-    return np.where(valid, slots, np.uint64(0)), nulls, None
+    return (np.where(valid, slots, np.uint64(0)) if arr.null_count else slots), nulls, None
 
 
 # ----------------------------------------------------------------------------- rows -> bytes
@@ -368,10 +368,73 @@ def _fmix_columns(h: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return h
 
 
+def _is_fixed(t: DataType) -> bool:
+    """Whether a value of ``t`` always fits its row's 8-byte slot (no var part)."""
+    r = t.root
+    if r is TypeRoot.DECIMAL:
+        return is_compact_decimal(t)
+    if r in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return is_compact_timestamp(t)
+    return r in _INT_ROOTS or r in (TypeRoot.BOOLEAN, TypeRoot.DATE, TypeRoot.TIME)
+
+
+def _mix_into(h: np.ndarray, k: np.ndarray, t1: np.ndarray, t2: np.ndarray) -> None:
+    """``_mix_columns`` in place: ``h`` updated, ``k`` only read (a strided view will do),
+    ``t1`` and ``t2`` scratch space; no array is allocated."""
+    np.multiply(k, _C1, out=t1)
+    np.left_shift(t1, np.uint32(15), out=t2)
+    np.right_shift(t1, np.uint32(17), out=t1)
+    np.bitwise_or(t1, t2, out=t1)
+    np.multiply(t1, _C2, out=t1)
+    np.bitwise_xor(h, t1, out=h)
+    np.left_shift(h, np.uint32(13), out=t2)
+    np.right_shift(h, np.uint32(19), out=h)
+    np.bitwise_or(h, t2, out=h)
+    np.multiply(h, _M5, out=h)
+    np.add(h, _N1, out=h)
+
+
+def _hash_fixed(
+    columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType]
+) -> np.ndarray:
+    """``hash_rows`` for keys whose values all fit their slots: the row is its header words
+    then one 8-byte slot per field, so each 4-byte word is read straight from the column's
+    values (a strided view), never laid out as rows; the murmur rounds run in place."""
+    n = len(columns[0])
+    arity = len(types)
+    header_words = null_bits_size(arity) // 8
+    header = np.zeros((header_words, n), np.uint64)
+    slots = []
+    for i, (col, t) in enumerate(zip(columns, types)):
+        values, nulls, _ = _column_slots(col, t)
+        slots.append(np.ascontiguousarray(values, dtype=np.uint64))
+        if nulls.any():
+            bit = i + HEADER_SIZE_IN_BITS
+            header[bit // 64] |= nulls.astype(np.uint64) << np.uint64(bit % 64)
+    words: list[np.ndarray] = []
+    h_start = SEED
+    for w in range(header_words):
+        if words or header[w].any():
+            words.append(header[w])
+        else:  # a leading zero word in every row: mix it once, as a scalar
+            h_start = _mix_word(_mix_word(h_start, 0), 0)
+    words += slots
+    h = np.full(n, h_start, np.uint32)
+    t1, t2 = np.empty(n, np.uint32), np.empty(n, np.uint32)
+    for w64 in words:
+        halves = w64.view(np.uint32)  # little-endian: the low word first
+        _mix_into(h, halves[0::2], t1, t2)
+        _mix_into(h, halves[1::2], t1, t2)
+    return _fmix_columns(h, np.full(1, (header_words + arity) * 8, np.int64)).view(np.int32)
+
+
 def hash_rows(
     columns: Sequence[pa.Array | pa.ChunkedArray], types: Sequence[DataType]
 ) -> np.ndarray:
     """``BinaryRow.hashCode()`` of every row of the key columns, as int32."""
+    if columns and len(columns) == len(types) and all(_is_fixed(t) for t in types) and \
+            len({len(c) for c in columns}) == 1 and len(columns[0]):
+        return _hash_fixed(columns, types)
     flat, starts, lengths, header_zero = binary_rows(columns, types)
     n = len(lengths)
     words = flat.view("<u4")
@@ -420,5 +483,5 @@ def bucket_ids(
         raise SchemaError(f"fixed bucket count must be > 0, got {num_buckets}")
     if num_buckets == 1:  # every hash lands in bucket 0
         return np.zeros(len(columns[0]) if columns else 0, np.int32)
-    h = hash_rows(columns, types).astype(np.int64)
-    return np.abs(np.fmod(h, num_buckets)).astype(np.int32)
+    # int32 throughout: |h % n| < n, so the absolute value cannot overflow
+    return np.abs(np.fmod(hash_rows(columns, types), np.int32(num_buckets)))

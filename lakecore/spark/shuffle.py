@@ -7,7 +7,8 @@ table, so bad input fails here, before any data file exists; each row's kind, pa
 Paimon bucket), and emits one row per (partition, bucket) piece: ``(group, bucket, rows,
 payload)``, where ``group`` is a stable hash of the encoded partition and the bucket, and
 ``payload`` the piece as an Arrow IPC stream, LZ4-compressed (the table's columns, plus the
-row kinds of a primary-key table).
+row kinds of a primary-key table). A piece's partition columns hold one value: each travels as
+one run (run-end encoded) and becomes a plain column of that value again in stage 2.
 
 Repartitioning by ``group`` sends every piece of a (partition, bucket) to one write task, which
 trusts the piece: its bucket comes with it, its partition is in its rows (``decode_piece``), and
@@ -71,7 +72,7 @@ def decode_piece(table: FileStore, bucket: int, blob: bytes | pa.Buffer,
     rows' partition columns (one partition per piece), its row kinds travel with it. An
     ``UNASSIGNED`` piece (dynamic buckets) belongs to assigner channel ``group``."""
     source = blob if isinstance(blob, pa.Buffer) else pa.py_buffer(blob)
-    rows = pa.ipc.open_stream(source).read_all()
+    rows = _expand_constants(pa.ipc.open_stream(source).read_all())
     kinds = None
     if KIND_COLUMN in rows.column_names:
         kinds = rows.column(KIND_COLUMN).combine_chunks()
@@ -79,6 +80,22 @@ def decode_piece(table: FileStore, bucket: int, blob: bytes | pa.Buffer,
     partition = tuple(rows.column(k)[0].as_py() for k in table.partition_keys)
     assign_id = group if bucket == UNASSIGNED else None
     return Slice(partition, bucket, rows, kinds, assign_id)
+
+
+def _constant(column: pa.ChunkedArray) -> pa.RunEndEncodedArray:
+    """A column of one repeated value (a piece's partition column) as one run."""
+    first = column.chunk(0).slice(0, 1)
+    return pa.RunEndEncodedArray.from_arrays(pa.array([len(column)], pa.int32()), first)
+
+
+def _expand_constants(rows: pa.Table) -> pa.Table:
+    """The piece's run-end encoded (partition) columns as plain columns of their value."""
+    for i, f in enumerate(rows.schema):
+        if pa.types.is_run_end_encoded(f.type):
+            value = rows.column(i).chunk(0).values[0]
+            rows = rows.set_column(i, pa.field(f.name, f.type.value_type, f.nullable),
+                                   pa.repeat(value, rows.num_rows))
+    return rows
 
 
 def split_rows(table: FileStore, data: pa.Table,
@@ -89,6 +106,7 @@ def split_rows(table: FileStore, data: pa.Table,
     The pieces' IPC streams are written one after another into one buffer, which becomes the
     payload column as it is (no copy per piece)."""
     groups, buckets, counts, pieces = [], [], [], []
+    partition_keys = table.partition_keys
     for s in route(table, data, static_partition, channels=channels):
         key = (s.assign_id if s.assign_id is not None
                else group_key(table, s.partition, s.bucket))
@@ -96,6 +114,11 @@ def split_rows(table: FileStore, data: pa.Table,
         rows = s.rows if s.kinds is None else s.rows.append_column(KIND_COLUMN, s.kinds)
         for start in range(0, rows.num_rows, step):
             piece = rows.slice(start, step)
+            for k in partition_keys:  # one value: sent once, not once per row
+                i = piece.schema.get_field_index(k)
+                column = _constant(piece.column(i))
+                piece = piece.set_column(
+                    i, pa.field(k, column.type, piece.schema.field(i).nullable), column)
             groups.append(key)
             buckets.append(s.bucket)
             counts.append(piece.num_rows)

@@ -28,7 +28,7 @@ from lakecore.format.bucket import POSTPONE_BUCKET, bucket_ids, hash_row, hash_r
 from lakecore.format.kv import RowKind
 from lakecore.merge.sort import packed_order
 from lakecore.store.file_store import FileStore
-from lakecore.utils.arrow import gather, group_by_columns, group_codes
+from lakecore.utils.arrow import Groups, constant_columns, gather, group_by_columns, group_codes
 from lakecore.write.bucket_assigner import compute_assigner
 from lakecore.write.conform import conform, row_kinds
 from lakecore.write.dynamic_bucket import is_dynamic_bucket_table
@@ -99,28 +99,32 @@ def route(table: FileStore, data: pa.Table,
         ids = np.full(rows.num_rows, POSTPONE_BUCKET, dtype=np.int32)
     else:
         ids = np.zeros(rows.num_rows, dtype=np.int32)
-    codes, partitions = group_codes(rows, list(schema.partition_keys))
-    for values in partitions:
+    partition_keys = list(schema.partition_keys)
+    parts = group_codes(rows, partition_keys)
+    for values in parts.values:
         _check_partition(table, values, static_partition)
     keys = list(schema.trimmed_primary_keys) if kinds is not None else []
     return [
-        Slice(partitions[code], bucket, part, None if kinds is None else part_kinds)
-        for code, bucket, part, part_kinds in _cut(rows, kinds, codes, ids, keys)
+        Slice(parts.values[code], bucket, part, None if kinds is None else part_kinds)
+        for code, bucket, part, part_kinds in _cut(rows, kinds, partition_keys, parts, ids, keys)
     ]
 
 
-def _cut(rows: pa.Table, kinds: pa.Array | None, codes: np.ndarray, ids: np.ndarray,
-         keys: list[str]) -> Iterator[tuple[int, int, pa.Table, pa.Array | None]]:
+def _cut(rows: pa.Table, kinds: pa.Array | None, partition_keys: list[str], parts: Groups,
+         ids: np.ndarray, keys: list[str]
+         ) -> Iterator[tuple[int, int, pa.Table, pa.Array | None]]:
     """(partition code, bucket, rows, kinds) of every (partition, bucket), in that order, from
     one packed sort and one gather. With ``keys`` (a primary-key table's trimmed key) each
     slice's rows come sorted by key, rows of one key in input order (a stable sort): the
     writers then find their buffers sorted (``merge.sort``). An append table's rows, and keys
-    that do not pack into 64 bits, keep their input order."""
+    that do not pack into 64 bits, keep their input order. The partition columns are not
+    gathered: a slice's are its partition's values repeated (``constant_columns``)."""
     n = rows.num_rows
     if n == 0:
         return
     if isinstance(kinds, pa.ChunkedArray):
         kinds = kinds.combine_chunks()
+    codes = parts.codes
     if not codes.any() and ids.min() == ids.max():
         yield 0, int(ids[0]), rows, kinds  # one partition, one bucket: nothing to move
         return
@@ -131,13 +135,18 @@ def _cut(rows: pa.Table, kinds: pa.Array | None, codes: np.ndarray, ids: np.ndar
     if order is None:  # more groups than 64 bits can pack with the row index
         order = np.lexsort((ids, codes))
     taken = pa.array(order)
-    rows = gather(rows, taken)
+    moved = gather(rows.drop_columns(partition_keys), taken)
     kinds = None if kinds is None else kinds.take(taken)
-    codes, ids = codes[order], ids[order]
-    change = (codes[1:] != codes[:-1]) | (ids[1:] != ids[:-1])
-    bounds = [0, *(np.flatnonzero(change) + 1).tolist(), n]
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    groups = (codes * span + (ids - low))[order]  # (partition, bucket) of the sorted rows
+    bounds = [0, *(np.flatnonzero(groups[1:] != groups[:-1]) + 1).tolist(), n]
     for start, end in zip(bounds, bounds[1:]):
-        yield (int(codes[start]), int(ids[start]), rows.slice(start, end - start),
+        code, bucket = divmod(int(groups[start]), span)
+        piece = constant_columns(moved.slice(start, end - start), rows.schema,
+                                 {name: parts.arrays[j][code]
+                                  for j, name in enumerate(partition_keys)})
+        yield (code, bucket + low, piece,
                None if kinds is None else kinds.slice(start, end - start))
 
 

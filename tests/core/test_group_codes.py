@@ -30,9 +30,12 @@ def _random_table(rows: int, seed: int) -> pa.Table:
 @pytest.mark.parametrize("seed", [1, 2])
 def test_codes_group_and_order_rows_as_a_sort_would(names, seed):
     table = _random_table(3_000, seed)
-    codes, values = group_codes(table, names)
+    codes, values, arrays = group_codes(table, names)
     expected = _reference(table, names)
     assert values == list(expected)
+    # the groups' values as Arrow holds them: the column's type, one value per group
+    assert [a.type for a in arrays] == [table.schema.field(n).type for n in names]
+    assert list(zip(*(a.to_pylist() for a in arrays))) == values
     rows = table.column("row").to_numpy()
     for code, value in enumerate(values):
         assert rows[codes == code].tolist() == expected[value]
@@ -56,7 +59,7 @@ def test_many_sparse_groups_are_renumbered():
     rng = np.random.default_rng(3)
     rows = 600
     table = pa.table({c: pa.array(rng.integers(0, 50, rows)) for c in "abcd"})
-    codes, values = group_codes(table, list("abcd"))
+    codes, values, _ = group_codes(table, list("abcd"))
     assert values == list(_reference(table.append_column("row", pa.array(range(rows))),
                                      list("abcd")))
     assert codes.max() == len(values) - 1 and len(np.unique(codes)) == len(values)
@@ -64,9 +67,9 @@ def test_many_sparse_groups_are_renumbered():
 
 def test_no_columns_and_no_rows():
     table = _random_table(10, 4)
-    codes, values = group_codes(table, [])
+    codes, values, _ = group_codes(table, [])
     assert values == [()] and not codes.any() and len(codes) == 10
-    codes, values = group_codes(table.slice(0, 0), ["s"])
+    codes, values, _ = group_codes(table.slice(0, 0), ["s"])
     assert values == [] and len(codes) == 0
     assert group_by_columns(table.slice(0, 0), ["s"]) == []
     ((value, part),) = group_by_columns(table.filter(pa.array([True] + [False] * 9)), ["s", "i"])

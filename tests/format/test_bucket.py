@@ -462,3 +462,49 @@ def test_vectorized_matches_scalar_encoder() -> None:
     np.testing.assert_array_equal(got, np.array(expected, dtype=np.int32))
     sliced = hash_rows([c[37:250] for c in columns], types)
     np.testing.assert_array_equal(sliced, got[37:250])
+
+
+def test_fixed_width_keys_hash_as_their_binary_rows() -> None:
+    """Keys whose values fit their slots hash straight from the columns (no rows laid out);
+    every type of that path, with nulls in some rows and a second header word (65 fields),
+    against the scalar encoder's bytes."""
+    rng = np.random.default_rng(5)
+    n = 400
+    specs = ["TINYINT", "SMALLINT", "INT", "BIGINT", "FLOAT", "DOUBLE", "BOOLEAN", "DATE",
+             "TIME(3)", "DECIMAL(18, 4)", "TIMESTAMP(3)", "TIMESTAMP(0) WITH LOCAL TIME ZONE"]
+    values: list[list[Any]] = [
+        rng.integers(-128, 128, n).tolist(),
+        rng.integers(-(2**15), 2**15, n).tolist(),
+        rng.integers(-(2**31), 2**31, n).tolist(),
+        rng.integers(-(2**63), 2**63 - 1, n).tolist(),
+        rng.standard_normal(n).astype(np.float32).tolist(),
+        (rng.standard_normal(n) * 1e300).tolist(),
+        (rng.random(n) < 0.5).tolist(),
+        [dt.date(1960, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 40_000, n)],
+        [dt.time(int(h), 7, 9, int(u) * 1000) for h, u in zip(rng.integers(0, 24, n),
+                                                               rng.integers(0, 1000, n))],
+        [Decimal(int(v)).scaleb(-4) for v in rng.integers(-(10**17), 10**17, n)],
+        [dt.datetime(1969, 12, 31, 23, 59, 59) + dt.timedelta(milliseconds=int(v))
+         for v in rng.integers(-(10**9), 10**9, n)],
+        [dt.datetime(2026, 1, 1, tzinfo=UTC) + dt.timedelta(seconds=int(v))
+         for v in rng.integers(-(10**8), 10**8, n)],
+    ]
+    cols = [[None if (i + j) % 7 == 0 else v for i, v in enumerate(c)]
+            for j, c in enumerate(values)]
+    types = _types(specs)
+    columns = _arrow_columns(specs, cols)
+    rows = pa.table({f"c{i}": c for i, c in enumerate(columns)}).to_pylist()
+    expected = np.array([hash_row(list(r.values()), types) for r in rows], dtype=np.int32)
+    np.testing.assert_array_equal(hash_rows(columns, types), expected)
+    for j in range(len(specs)):  # each type alone, null-free: the header mixed as a scalar
+        alone = [pa.array(values[j], type=to_arrow(types[j]))]
+        np.testing.assert_array_equal(
+            hash_rows(alone, [types[j]]),
+            np.array([hash_row([v], [types[j]]) for v in alone[0].to_pylist()], np.int32))
+    wide = [pa.array([None if (i * k) % 11 == 3 else i - k for i in range(n)], pa.int32())
+            for k in range(65)]
+    wide_types = _types(["INT"] * 65)
+    rows = pa.table({f"c{i}": c for i, c in enumerate(wide)}).to_pylist()
+    np.testing.assert_array_equal(
+        hash_rows(wide, wide_types),
+        np.array([hash_row(list(r.values()), wide_types) for r in rows], np.int32))

@@ -47,14 +47,21 @@ def test_pieces_arrive_as_the_routing_cut_them(tmp_path):
     assert batch.column("rows").to_pylist() == [s.rows.num_rows for s in slices]
     assert batch.column("bucket").to_pylist() == [s.bucket for s in slices]
     payloads = batch.column(shuffle.PAYLOAD_COLUMN)
-    # the packed column holds the same bytes a piece-by-piece encoding would
-    expected = [_ipc(s.rows.append_column("__lakecore_kind", s.kinds)) for s in slices]
-    assert payloads.to_pylist() == expected
+    # each piece is an IPC stream of its rows and kinds, the partition column as one run
+    for s, blob in zip(slices, payloads.to_pylist()):
+        sent = pa.ipc.open_stream(blob).read_all()
+        dt = sent.column("dt").chunk(0)
+        assert pa.types.is_run_end_encoded(dt.type) and dt.run_ends.to_pylist() == [len(dt)]
+        assert dt.values.to_pylist() == [s.partition[0]]
+        assert sent.drop_columns(["dt"]).equals(
+            s.rows.drop_columns(["dt"]).append_column("__lakecore_kind", s.kinds))
+        assert len(blob) < len(_ipc(s.rows.append_column("__lakecore_kind", s.kinds)))
     groups = batch.column(shuffle.GROUP_COLUMN).to_pylist()
     for s, group, buf in zip(slices, groups, payload_buffers(payloads)):
         got = decode_piece(table, s.bucket, buf, group)
         assert got.partition == s.partition and got.bucket == s.bucket
         assert got.rows.equals(s.rows) and got.kinds.equals(s.kinds)
+        assert got.rows.schema == s.rows.schema  # nullability too: dt is NOT NULL
         assert decode_piece(table, s.bucket, bytes(buf), group).rows.equals(s.rows)
 
 
