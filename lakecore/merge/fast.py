@@ -19,23 +19,38 @@ from lakecore.merge.spec import MergeSpec
 from lakecore.options import MergeEngine
 
 
+def with_row_sequence(table: pa.Table) -> pa.Table:
+    """``table`` with row positions as its ``_SEQUENCE_NUMBER``: right for rows that come in
+    sequence order (runs in sequence order, each holding a key once)."""
+    if SEQUENCE_NUMBER in table.column_names:
+        return table
+    field = pa.field(SEQUENCE_NUMBER, pa.int64(), False)
+    return table.append_column(field, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+
+
 def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
-                   columns: list[str] | None = None, ordered: bool = True) -> pa.Table:
+                   columns: list[str] | None = None, ordered: bool = True,
+                   sequenced: bool = False) -> pa.Table:
     """``merge_sorted(sort_kv(table))``, cheaper for deduplicate tables. ``columns``: only
     these columns are needed in the result (a reader drops the KV system columns).
     ``ordered=False``: the surviving rows may come in input order instead of key order (a
-    batch read does not need key order), which turns the gather into a cheap filter."""
+    batch read does not need key order), which turns the gather into a cheap filter.
+    ``sequenced``: the rows come in sequence order and have no ``_SEQUENCE_NUMBER`` column
+    (a read of runs whose sequence ranges follow each other); the row order stands in."""
+    if sequenced and not ordered and spec.engine is MergeEngine.DEDUPLICATE \
+            and not spec.ignore_delete and table.num_rows > 1:
+        latest = _latest_rows(table, spec, sequenced=True)
+        if latest is not None:
+            return _chosen(table, latest, columns, drop_retracts)
+    if sequenced:
+        table = with_row_sequence(table)
     if spec.engine is not MergeEngine.DEDUPLICATE or spec.ignore_delete or table.num_rows <= 1:
         out = merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
         return out if columns is None else out.select(columns)
     if not ordered:
         latest = _latest_rows(table, spec)
         if latest is not None:
-            if drop_retracts:
-                kinds = as_numpy_key(table.column(VALUE_KIND))
-                assert kinds is not None  # _VALUE_KIND is a NOT NULL tinyint
-                latest = latest[_live(kinds[latest])]
-            return _rows(table, latest, columns, ordered=False, in_order=False)
+            return _chosen(table, latest, columns, drop_retracts)
     perm = sort_permutation(table, spec)
     order = np.arange(table.num_rows) if perm is None else np.asarray(perm)
     narrow = table.select([*spec.key_columns, VALUE_KIND])
@@ -47,6 +62,16 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
     if drop_retracts:
         chosen = chosen[_live(narrow.column(VALUE_KIND).to_numpy()[last])]
     return _rows(table, chosen, columns, ordered=ordered, in_order=perm is None)
+
+
+def _chosen(table: pa.Table, latest: np.ndarray, columns: list[str] | None,
+            drop_retracts: bool) -> pa.Table:
+    """The rows ``latest`` (each key's newest) in table order, retractions dropped if asked."""
+    if drop_retracts:
+        kinds = as_numpy_key(table.column(VALUE_KIND))
+        assert kinds is not None  # _VALUE_KIND is a NOT NULL tinyint
+        latest = latest[_live(kinds[latest])]
+    return _rows(table, latest, columns, ordered=False, in_order=False)
 
 
 def _live(kinds: np.ndarray) -> np.ndarray:
@@ -69,18 +94,21 @@ def _rows(table: pa.Table, chosen: np.ndarray, columns: list[str] | None, *, ord
     return source.take(pa.array(chosen))
 
 
-def _latest_rows(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
+def _latest_rows(table: pa.Table, spec: MergeSpec, *, sequenced: bool = False
+                 ) -> np.ndarray | None:
     """The row of each key that a deduplicate merge keeps (in key order), for one
-    null-free integer-like key whose rows are in sequence order (``_SEQUENCE_NUMBER``
-    non-decreasing, as a read's runs are when their sequence ranges follow each other): the
-    last row of each key in row order. One packed sort of (key, row); nothing else is
-    gathered. None when the shape does not apply."""
+    null-free integer-like key whose rows are in sequence order (``sequenced``, or
+    ``_SEQUENCE_NUMBER`` non-decreasing): the last row of each key in row order. One packed
+    sort of (key, row); nothing else is gathered. None when the shape does not apply."""
     if len(spec.key_columns) != 1 or spec.sequence_fields:
         return None
     key = as_numpy_key(table.column(spec.key_columns[0]))
-    seq = as_numpy_key(table.column(SEQUENCE_NUMBER))
-    if key is None or seq is None or np.any(seq[1:] < seq[:-1]):
+    if key is None:
         return None
+    if not sequenced:
+        seq = as_numpy_key(table.column(SEQUENCE_NUMBER))
+        if seq is None or np.any(seq[1:] < seq[:-1]):
+            return None
     packed = packed_sort([key])
     if packed is None:
         return None

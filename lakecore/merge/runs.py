@@ -22,7 +22,7 @@ from concurrent.futures import Future
 import numpy as np
 import pyarrow as pa
 
-from lakecore.merge.fast import sort_and_merge
+from lakecore.merge.fast import sort_and_merge, with_row_sequence
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.spec import MergeSpec
 from lakecore.utils.threads import in_bucket_task, merge_pool, worker_count
@@ -81,10 +81,12 @@ class _Run:
 
 def merge_runs(
     runs: Sequence[Iterable[pa.Table]], spec: MergeSpec, *, drop_retracts: bool,
-    columns: list[str] | None = None, ordered: bool = True,
+    columns: list[str] | None = None, ordered: bool = True, sequenced: bool = False,
 ) -> Iterator[pa.Table]:
     """Merge sorted runs into sorted, merged chunks (one row per key). ``columns``: only these
-    columns of the merged rows are wanted (the rest are read for merging only)."""
+    columns of the merged rows are wanted (the rest are read for merging only).
+    ``sequenced``: the runs come in sequence order (each newer than all before it) and hold
+    no ``_SEQUENCE_NUMBER`` column (``sort_and_merge``)."""
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
     # a bucket task merges every round whole, on its own thread (in_bucket_task)
@@ -95,9 +97,10 @@ def merge_runs(
 
     def merge_one(batch: pa.Table) -> pa.Table:
         return sort_and_merge(batch, spec, drop_retracts=drop_retracts, columns=columns,
-                              ordered=ordered)
+                              ordered=ordered, sequenced=sequenced)
 
     def single(buf: pa.Table) -> pa.Table:
+        buf = with_row_sequence(buf) if sequenced else buf
         merged = merge_sorted(buf, spec, drop_retracts=drop_retracts)
         return merged if columns is None else merged.select(columns)
 

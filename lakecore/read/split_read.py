@@ -7,7 +7,7 @@ a section with several is merged as sorted runs by the table's merge engine.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -29,7 +29,6 @@ from lakecore.store.file_store import FileStore
 from lakecore.utils.threads import ordered_map
 
 ROW_KIND_COLUMN = "_ROW_KIND"
-SEQUENCE_FIELD = pa.field(SEQUENCE_NUMBER, pa.int64(), False)
 
 
 def key_sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
@@ -129,44 +128,31 @@ class SplitRead:
             # run order breaks equal sequence numbers Paimon's way (merge/order.py)
             first_row = self.merge_spec.engine is MergeEngine.FIRST_ROW
             ordered = merge_order(section, first_row)
-            if self._sequence_is_run_order(ordered):
-                runs = [[t] for t in ordered_map(self._reader_by_run_order(split, cols, vectors),
-                                                 list(enumerate(ordered)))]
-            else:
-                def read(f: DataFileMeta) -> pa.Table:
-                    return self._read_file(split, f, cols, vectors)
+            sequenced = self._sequence_is_run_order(ordered)
+            # run order stands in for the sequence numbers: they are not decoded
+            wanted = [c for c in cols if c != SEQUENCE_NUMBER] if sequenced else cols
 
-                runs = [[t] for t in ordered_map(read, ordered)]
+            def read(f: DataFileMeta, wanted: list[str] = wanted) -> pa.Table:
+                return self._read_file(split, f, wanted, vectors)
+
+            runs = [[t] for t in ordered_map(read, ordered)]
             # a batch read needs every live row once, not key order
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
-                                    columns=self.read_names, ordered=False):
+                                    columns=self.read_names, ordered=False,
+                                    sequenced=sequenced):
                 yield self._finish(chunk)
 
     def _sequence_is_run_order(self, ordered: Sequence[DataFileMeta]) -> bool:
         """Whether the runs' sequence ranges follow each other strictly (level-0 files of
         successive commits, say): every record of a later run is then newer than every record
-        of an earlier one, so a deduplicate merge (no sequence fields) can order records by
-        run, and within a run by row (a file is sorted by key, then sequence), without
-        decoding the ``_SEQUENCE_NUMBER`` column."""
+        of an earlier one, so a deduplicate merge (no sequence fields) can order a key's
+        records by run (a run holds a key once) without decoding the ``_SEQUENCE_NUMBER``
+        column (``merge_runs``' ``sequenced``)."""
         spec = self.merge_spec
         if spec.engine is not MergeEngine.DEDUPLICATE or spec.sequence_fields:
             return False
         return all(a.max_sequence_number < b.min_sequence_number
                    for a, b in zip(ordered, ordered[1:]))
-
-    def _reader_by_run_order(self, split: Split, cols: list[str],
-                             vectors: Mapping[str, np.ndarray]
-                             ) -> Callable[[tuple[int, DataFileMeta]], pa.Table]:
-        """Reads run ``i``'s file without its sequence column; the run's position stands in
-        for it (``_sequence_is_run_order``)."""
-        wanted = [c for c in cols if c != SEQUENCE_NUMBER]
-
-        def read(run: tuple[int, DataFileMeta]) -> pa.Table:
-            i, f = run
-            t = self._read_file(split, f, wanted, vectors)
-            return t.append_column(SEQUENCE_FIELD, pa.array(np.full(t.num_rows, i, np.int64)))
-
-        return read
 
     def _read_raw(self, split: Split, vectors: Mapping[str, np.ndarray]) -> Iterator[pa.Table]:
         """A deletion-vector split: every file (levels >= 1, no retractions) read as it is

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from lakecore.merge.fast import sort_and_merge
 from lakecore.merge.functions import merge_sorted
+from lakecore.merge.runs import merge_runs
 from lakecore.merge.sort import sort_kv
 from lakecore.merge.spec import MergeEngine, MergeSpec
 
@@ -94,3 +95,40 @@ def test_unordered_fast_path_on_date_and_int32_keys():
         assert sorted(got["v"].to_pylist()) == ["c", "e"]  # key 1 deleted, 3 updated
         kept = sort_and_merge(t, spec, drop_retracts=False, ordered=False)
         assert sorted(kept["v"].to_pylist()) == ["c", "d", "e"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.dictionaries(st.integers(-5, 20), st.sampled_from([0, 1, 2, 3]), max_size=15),
+             max_size=6),
+    st.sampled_from(["int", "spread", "string"]),
+    st.booleans(),
+)
+def test_runs_in_sequence_order_merge_without_sequence_numbers(runs, keys, drop):
+    """A read of runs whose sequence ranges follow each other decodes no sequence numbers
+    (``sequenced``): each key's newest row is its row in the last run holding it. The same
+    rows as the reference merge of the runs with their sequence numbers, for keys that pack
+    into the fast path, keys too far apart to pack and string keys (the general path)."""
+    def key(k: int):
+        return {"int": k, "spread": k * 2**58, "string": f"k{k:03d}"}[keys]
+
+    key_type = pa.string() if keys == "string" else pa.int64()
+    plain, numbered = [], []
+    first = 0
+    for i, run in enumerate(runs):
+        ks = sorted(run)  # a run holds a key once, in key order
+        t = pa.table({"_KEY_id": pa.array([key(k) for k in ks], key_type),
+                      "_VALUE_KIND": pa.array([run[k] for k in ks], pa.int8()),
+                      "v": pa.array([f"r{i}-{k}" for k in ks], pa.string())})
+        plain.append(t)
+        numbered.append(t.append_column("_SEQUENCE_NUMBER",
+                                        pa.array(range(first, first + len(ks)), pa.int64())))
+        first += len(ks)
+    spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("v",), ())
+    want = [] if not numbered or not first else merge_sorted(
+        sort_kv(pa.concat_tables(numbered), spec), spec, drop_retracts=drop
+    ).select(["v"]).to_pylist()
+    got = [r for chunk in merge_runs([[t] for t in plain], spec, drop_retracts=drop,
+                                     columns=["v"], ordered=False, sequenced=True)
+           for r in chunk.to_pylist()]
+    assert sorted(got, key=lambda r: r["v"]) == sorted(want, key=lambda r: r["v"])
