@@ -82,17 +82,22 @@ def decode_piece(table: FileStore, bucket: int, blob: bytes | pa.Buffer,
     return Slice(partition, bucket, rows, kinds, assign_id)
 
 
+def _first_chunk(column: pa.ChunkedArray) -> pa.Array:
+    return next(c for c in column.chunks if len(c))
+
+
 def _constant(column: pa.ChunkedArray) -> pa.RunEndEncodedArray:
     """A column of one repeated value (a piece's partition column) as one run."""
-    first = column.chunk(0).slice(0, 1)
+    first = _first_chunk(column).slice(0, 1)
     return pa.RunEndEncodedArray.from_arrays(pa.array([len(column)], pa.int32()), first)
 
 
 def _expand_constants(rows: pa.Table) -> pa.Table:
-    """The piece's run-end encoded (partition) columns as plain columns of their value."""
+    """The piece's run-end encoded (partition) columns as plain columns of their value (the
+    IPC writer may have cut the run into one per record batch: all hold the same value)."""
     for i, f in enumerate(rows.schema):
         if pa.types.is_run_end_encoded(f.type):
-            value = rows.column(i).chunk(0).values[0]
+            value = _first_chunk(rows.column(i)).values[0]
             rows = rows.set_column(i, pa.field(f.name, f.type.value_type, f.nullable),
                                    pa.repeat(value, rows.num_rows))
     return rows

@@ -87,3 +87,22 @@ def test_large_pieces_are_cut_below_the_payload_limit(tmp_path, monkeypatch):
             zip(batch.column("bucket").to_pylist(), payload_buffers(batch.column("payload")))]
     assert sorted(pa.concat_tables([p.rows for p in back])["s"].drop_null().to_pylist()) == \
         sorted(data["s"].drop_null().to_pylist())
+
+
+def test_a_piece_of_several_chunks_keeps_its_partition(tmp_path):
+    """Rows of one partition and bucket that arrive in several chunks (Spark's batches) go as
+    one piece, its IPC stream one record batch per chunk, the partition column one run in
+    each; the piece comes back whole, every row with its partition value."""
+    table = make_table(str(tmp_path), SCHEMA, primary_keys=["dt", "id"], partition_keys=["dt"],
+                       options={"bucket": "1", "rowkind.field": "op"})
+    parts = [pa.table({"id": pa.array(range(a, b), pa.int64()), "dt": ["a"] * (b - a),
+                       "s": [f"v{i}" for i in range(a, b)], "op": ["+I"] * (b - a)},
+                      schema=SCHEMA) for a, b in ((0, 5), (5, 5), (5, 12))]
+    data = pa.concat_tables(parts)
+    batch = split_rows(table, data, None)
+    (buf,) = payload_buffers(batch.column("payload"))
+    sent = pa.ipc.open_stream(buf).read_all()
+    assert sent.column("dt").num_chunks >= 2
+    got = decode_piece(table, 0, buf)
+    assert got.partition == ("a",) and got.rows.column("dt").to_pylist() == ["a"] * 12
+    assert got.rows.column("id").to_pylist() == list(range(12))
