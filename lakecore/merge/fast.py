@@ -20,8 +20,8 @@ from lakecore.options import MergeEngine
 
 
 def with_row_sequence(table: pa.Table) -> pa.Table:
-    """``table`` with row positions as its ``_SEQUENCE_NUMBER``: right for rows that come in
-    sequence order (runs in sequence order, each holding a key once)."""
+    """``table`` with row positions as its ``_SEQUENCE_NUMBER``: right where each key's rows
+    come in sequence order (runs in sequence order, each sorted by key, then sequence)."""
     if SEQUENCE_NUMBER in table.column_names:
         return table
     field = pa.field(SEQUENCE_NUMBER, pa.int64(), False)

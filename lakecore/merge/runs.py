@@ -85,8 +85,8 @@ def merge_runs(
 ) -> Iterator[pa.Table]:
     """Merge sorted runs into sorted, merged chunks (one row per key). ``columns``: only these
     columns of the merged rows are wanted (the rest are read for merging only).
-    ``sequenced``: the runs come in sequence order (each newer than all before it) and hold
-    no ``_SEQUENCE_NUMBER`` column (``sort_and_merge``)."""
+    ``sequenced``: the runs come in sequence order (each newer than all before it, each
+    sorted by key, then sequence) and hold no ``_SEQUENCE_NUMBER`` column (``sort_and_merge``)."""
     names = list(spec.key_columns)
     states = [_Run(r) for r in runs]
     # a bucket task merges every round whole, on its own thread (in_bucket_task)

@@ -146,8 +146,8 @@ class SplitRead:
         """Whether the runs' sequence ranges follow each other strictly (level-0 files of
         successive commits, say): every record of a later run is then newer than every record
         of an earlier one, so a deduplicate merge (no sequence fields) can order a key's
-        records by run (a run holds a key once) without decoding the ``_SEQUENCE_NUMBER``
-        column (``merge_runs``' ``sequenced``)."""
+        records by run, and within a run by row (a file is sorted by key, then sequence),
+        without decoding the ``_SEQUENCE_NUMBER`` column (``merge_runs``' ``sequenced``)."""
         spec = self.merge_spec
         if spec.engine is not MergeEngine.DEDUPLICATE or spec.sequence_fields:
             return False

@@ -99,16 +99,17 @@ def test_unordered_fast_path_on_date_and_int32_keys():
 
 @settings(max_examples=300, deadline=None)
 @given(
-    st.lists(st.dictionaries(st.integers(-5, 20), st.sampled_from([0, 1, 2, 3]), max_size=15),
-             max_size=6),
+    st.lists(st.lists(st.tuples(st.integers(-5, 20), st.sampled_from([0, 1, 2, 3])),
+                      max_size=15), max_size=6),
     st.sampled_from(["int", "spread", "string"]),
     st.booleans(),
 )
 def test_runs_in_sequence_order_merge_without_sequence_numbers(runs, keys, drop):
     """A read of runs whose sequence ranges follow each other decodes no sequence numbers
-    (``sequenced``): each key's newest row is its row in the last run holding it. The same
-    rows as the reference merge of the runs with their sequence numbers, for keys that pack
-    into the fast path, keys too far apart to pack and string keys (the general path)."""
+    (``sequenced``): each key's newest row is its last row in the last run holding it (a run
+    is sorted by key, then sequence; a key may repeat in it). The same rows as the reference
+    merge of the runs with their sequence numbers, for keys that pack into the fast path,
+    keys too far apart to pack and string keys (the general path)."""
     def key(k: int):
         return {"int": k, "spread": k * 2**58, "string": f"k{k:03d}"}[keys]
 
@@ -116,10 +117,11 @@ def test_runs_in_sequence_order_merge_without_sequence_numbers(runs, keys, drop)
     plain, numbered = [], []
     first = 0
     for i, run in enumerate(runs):
-        ks = sorted(run)  # a run holds a key once, in key order
+        rows = sorted(run, key=lambda r: r[0])  # by key, then sequence (stable: input order)
+        ks = [k for k, _ in rows]
         t = pa.table({"_KEY_id": pa.array([key(k) for k in ks], key_type),
-                      "_VALUE_KIND": pa.array([run[k] for k in ks], pa.int8()),
-                      "v": pa.array([f"r{i}-{k}" for k in ks], pa.string())})
+                      "_VALUE_KIND": pa.array([kind for _, kind in rows], pa.int8()),
+                      "v": pa.array([f"r{i}-{j}" for j in range(len(ks))], pa.string())})
         plain.append(t)
         numbered.append(t.append_column("_SEQUENCE_NUMBER",
                                         pa.array(range(first, first + len(ks)), pa.int64())))
