@@ -37,20 +37,15 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
     batch read does not need key order), which turns the gather into a cheap filter.
     ``sequenced``: the rows come in sequence order and have no ``_SEQUENCE_NUMBER`` column
     (a read of runs whose sequence ranges follow each other); the row order stands in."""
-    if sequenced and not ordered and spec.engine is MergeEngine.DEDUPLICATE \
-            and not spec.ignore_delete and table.num_rows > 1:
-        latest = _latest_rows(table, spec, sequenced=True)
-        if latest is not None:
-            return _chosen(table, latest, columns, drop_retracts)
-    if sequenced:
-        table = with_row_sequence(table)
     if spec.engine is not MergeEngine.DEDUPLICATE or spec.ignore_delete or table.num_rows <= 1:
+        table = with_row_sequence(table) if sequenced else table
         out = merge_sorted(sort_kv(table, spec), spec, drop_retracts=drop_retracts)
         return out if columns is None else out.select(columns)
     if not ordered:
-        latest = _latest_rows(table, spec)
+        latest = _latest_rows(table, spec, sequenced=sequenced)
         if latest is not None:
             return _chosen(table, latest, columns, drop_retracts)
+    table = with_row_sequence(table) if sequenced else table
     perm = sort_permutation(table, spec)
     order = np.arange(table.num_rows) if perm is None else np.asarray(perm)
     narrow = table.select([*spec.key_columns, VALUE_KIND])

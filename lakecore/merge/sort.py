@@ -47,7 +47,7 @@ def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
 def packed_order(prefix: list[np.ndarray], table: pa.Table, columns: list[str]
                  ) -> np.ndarray | None:
     """The stable order of ``table``'s rows by (``prefix``, ``columns``), ``prefix`` a few
-    non-negative integer arrays (a partition code, a bucket id), when every column is a
+    non-negative integer arrays (a row's partition and bucket as one code), when every column is a
     null-free integer-like one and all of them pack with the row index into 64 bits
     (``_packed_permutation``); otherwise ``None``."""
     keys = list(prefix)

@@ -128,18 +128,18 @@ def _cut(rows: pa.Table, kinds: pa.Array | None, partition_keys: list[str], part
     if not codes.any() and ids.min() == ids.max():
         yield 0, int(ids[0]), rows, kinds  # one partition, one bucket: nothing to move
         return
-    group = [codes.astype(np.uint64), ids.astype(np.int64).astype(np.uint64)]
-    order = packed_order(group, rows, keys) if keys else None
+    low = int(ids.min())
+    span = int(ids.max()) - low + 1
+    group = codes * span + (ids - low)  # each row's (partition, bucket), as one number
+    order = packed_order([group], rows, keys) if keys else None
     if order is None:
-        order = packed_order(group, rows, [])
+        order = packed_order([group], rows, [])
     if order is None:  # more groups than 64 bits can pack with the row index
-        order = np.lexsort((ids, codes))
+        order = np.argsort(group, kind="stable")
     taken = pa.array(order)
     moved = gather(rows.drop_columns(partition_keys), taken)
     kinds = None if kinds is None else kinds.take(taken)
-    low = int(ids.min())
-    span = int(ids.max()) - low + 1
-    groups = (codes * span + (ids - low))[order]  # (partition, bucket) of the sorted rows
+    groups = group[order]
     bounds = [0, *(np.flatnonzero(groups[1:] != groups[:-1]) + 1).tolist(), n]
     for start, end in zip(bounds, bounds[1:]):
         code, bucket = divmod(int(groups[start]), span)
