@@ -46,7 +46,7 @@ import pyarrow as pa
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
-from _common import cold_start, machine_info, replace_section  # noqa: E402
+from _common import cold_start, discard, machine_info, replace_section  # noqa: E402
 
 OUT_DIR = os.path.join(BENCH, "out")
 SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string())])
@@ -154,7 +154,7 @@ def measure_latency(args: argparse.Namespace, workdir: str, modes: list[str]) ->
         dirs = {"fresh": os.path.join(workdir, "fresh"),
                 "history": os.path.join(workdir, "history")}
         for d in dirs.values():
-            shutil.rmtree(d, ignore_errors=True)
+            discard(d)
         create_table(dirs["fresh"])
         shutil.copytree(template, dirs["history"], copy_function=os.link)
         for mode in modes:

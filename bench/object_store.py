@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -50,6 +49,7 @@ from _common import (  # noqa: E402
     Result,
     check_merged,
     cold_start,
+    discard,
     format_table,
     machine_info,
     machine_line,
@@ -257,7 +257,8 @@ def main() -> int:
 
     targets = args.target or [t for t in TARGETS if t != "s3-lock-pg" or args.pg_url]
     base, upsert = make_data(args.rows, args.upsert)
-    workdir = tempfile.mkdtemp(prefix="lakecore-bench-s3-")
+    os.makedirs(OUT_DIR, exist_ok=True)
+    workdir = tempfile.mkdtemp(prefix="object_store-", dir=OUT_DIR)
     machine = machine_info()
     results = []
     try:
@@ -266,7 +267,7 @@ def main() -> int:
                 print(f"... {target}", flush=True)
                 results.append(run_target(target, args, server, workdir, base, upsert))
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        discard(workdir)
     notes = [f"{args.rows:,} rows + {args.upsert:,} upserted, {args.buckets} buckets; "
              f"{args.rounds} timed one-row commits; {args.processes} x "
              f"{args.concurrent_commits} concurrent commits",

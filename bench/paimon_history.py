@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import time
 from importlib.metadata import version
@@ -25,6 +24,7 @@ import pyarrow as pa
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _common import (  # noqa: E402
     PAIMON_RUST_OPTIONS,
+    discard,
     emit,
     link_copy,
     peak_rss_mib,
@@ -80,7 +80,7 @@ def main() -> None:
             reset_peak_rss()
             if args.native:
                 out["native"] = count_native()  # counted from here on: the timed calls only
-        shutil.rmtree(copy, ignore_errors=True)
+        discard(copy)
         link_copy(args.template, copy)
         if not args.skip_commit:
             took = timed_commit(open_table(copy, options), 10**9 + round_)
@@ -88,7 +88,7 @@ def main() -> None:
         for _ in range(args.plans):
             took = timed_plan(open_table(copy, options))
             out["plan"] += [took] if round_ else []
-    shutil.rmtree(copy, ignore_errors=True)
+    discard(copy)
     out["peak_rss_mib"] = peak_rss_mib()
     emit(out)
 

@@ -36,10 +36,12 @@ from importlib.metadata import version
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
+    DEFER_CLEANUP_ENV,
     OUT_DIR,
     RESULTS_MD,
     SUMMARY_COLUMNS,
     Result,
+    empty_trash,
     format_table,
     machine_info,
     machine_line,
@@ -184,6 +186,7 @@ def main() -> int:
     machine = machine_info()
     machine["lakecore"] = version("lakecore")
     env = dict(os.environ)
+    env[DEFER_CLEANUP_ENV] = "1"  # scratch directories go when every benchmark is done
     url = pg_url()
     if url:
         env["LAKECORE_TEST_PG_URL"] = url
@@ -208,6 +211,7 @@ def main() -> int:
         replace_section(RESULTS_MD, "## Summary", summary, top=True)
         print("\n" + summary)
     finally:
+        empty_trash(force=True)
         if kept is not None:
             shutil.copyfile(RESULTS_MD, os.path.join(OUT_DIR, "RESULTS.quick.md"))
             with open(RESULTS_MD, "w") as f:

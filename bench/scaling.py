@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -57,6 +56,8 @@ from _common import (  # noqa: E402
     build_rows,
     child_args,
     cold_start,
+    discard,
+    empty_trash,
     format_table,
     link_copy,
     load_note,
@@ -108,7 +109,7 @@ def child_history(args: argparse.Namespace) -> Result:
     for round_ in range(args.history_rounds + 1):  # round 0: warm-up
         if round_ == 1:
             reset_peak_rss()
-        shutil.rmtree(copy, ignore_errors=True)
+        discard(copy)
         link_copy(template, copy)
         timed = {}
         for user, ident in (("stream", 1), ("stream", 2), (f"run-{round_}", 1)):
@@ -127,7 +128,7 @@ def child_history(args: argparse.Namespace) -> Result:
             out["streaming"].append(timed["stream", 2])
             out["per-run"].append(timed[f"run-{round_}", 1])
             out["plan"] += plans
-    shutil.rmtree(copy, ignore_errors=True)
+    discard(copy)
     out["peak_rss_mib"] = peak_rss_mib()
     return out
 
@@ -206,7 +207,7 @@ def run_history(args: argparse.Namespace, workdir: str) -> tuple[list[Result], l
                 [PAIMON_PYTHON, os.path.join(BENCH, "paimon_history.py"), "--template",
                  template, "--workdir", workdir, "--rounds", str(args.history_rounds),
                  "--plans", str(args.plans), *extra], f"history {size} ({name})")
-        shutil.rmtree(template, ignore_errors=True)
+        discard(template)
     rows = history_rows(results)
     lake = results["lakecore"]
     built = ", ".join(f"{size:,}: {res['build_s']:.1f} s" for size, res in lake.items() if res)
@@ -286,7 +287,7 @@ def run_compaction(args: argparse.Namespace, workdir: str
         child_args = argparse.Namespace(commits=args.commits, rounds=args.compaction_rounds,
                                         big_buffer_mb=64, big_factor=4.0, big_commits=8)
         res = compaction.run_child("main", child_args, data)
-        shutil.rmtree(data, ignore_errors=True)
+        discard(data)
         if res is not None and "error" in res:
             print(f"compaction {size} FAILED:\n{res.pop('error')}", file=sys.stderr)
         if res is None or "compact" not in res:
@@ -337,7 +338,7 @@ def run_compaction_buckets(args: argparse.Namespace, workdir: str
                              result=("PASS" if r["ratio"] >= goal else "MISS") if judged
                              else None)
                 rows.append({**r, "buckets": buckets})
-    shutil.rmtree(data, ignore_errors=True)
+    discard(data)
     notes = [
         f"Full compaction vs buckets: compaction.py's table at {args.rows:,} rows ("
         f"{args.commits} commits of shuffled keys + an upsert of {args.rows // 5:,} existing "
@@ -426,7 +427,8 @@ def main() -> int:
             body += ["", f"### {title}", "", table_md, "", *(f"- {n}" for n in notes)]
     finally:
         if not args.keep:
-            shutil.rmtree(workdir, ignore_errors=True)
+            discard(workdir)
+        empty_trash()
     end_notes = [load_note(machine)] + ([f"FAILED: {', '.join(failed)} (see stderr)"]
                                        if failed else [])
     head = machine_line(machine)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -38,6 +37,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
     OUT_DIR,
+    discard,
     load_note,
     machine_info,
     machine_line,
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return result
     finally:
         if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+            discard(work)
 
 
 def _report(args: argparse.Namespace, phases: list[Phase]) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import threading
@@ -46,6 +45,7 @@ sys.path.insert(0, REPO)
 sys.path.insert(0, BENCH)
 from _common import (  # noqa: E402
     OUT_DIR,
+    discard,
     load_note,
     machine_info,
     machine_line,
@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return result
     finally:
         if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
+            discard(work)
 
 
 def _report(args: argparse.Namespace, phases: list[Phase], catalog: Any) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -49,6 +48,7 @@ from _common import (  # noqa: E402
     cold_start,
     commit_slices,
     data_args,
+    discard,
     failures,
     finish,
     load_note,
@@ -111,7 +111,7 @@ def _raw_layout_phases(out: Result, base: pa.Table, commits: int, buckets: int,
     out["layout_files"] = len(files)
 
     def write() -> None:
-        shutil.rmtree(directory, ignore_errors=True)
+        discard(directory)  # not deleted now: see discard
         os.makedirs(directory)
         for i, f in enumerate(files):
             pq.write_table(f, os.path.join(directory, f"part-{i}.parquet"), compression="zstd")

@@ -107,8 +107,6 @@ def _latest_rows(table: pa.Table, spec: MergeSpec, *, sequenced: bool = False
     packed = packed_sort([key])
     if packed is None:
         return None
-    ordered, row_bits = packed
-    keys = ordered >> np.uint64(row_bits)
+    order, keys = packed
     last = np.flatnonzero(keys[1:] != keys[:-1])
-    chosen = ordered[np.append(last, len(ordered) - 1)] & np.uint64((1 << row_bits) - 1)
-    return chosen.view(np.int64)
+    return order[np.append(last, len(order) - 1)]

@@ -2,9 +2,9 @@
 
 Paimon merges records of one key in (user sequence fields, ``_SEQUENCE_NUMBER``) order, keys
 ascending with nulls first. The common shapes get numpy fast paths because sorting is the
-largest cost of a flush: a single integer-like key whose records already arrive in sequence
-order (a write buffer) is sorted as one packed ``uint64`` per row; other numeric keys use
-``np.lexsort``; anything else (strings, decimals, nulls) goes through ``pyarrow``.
+largest cost of a flush: integer-like keys that pack into one ``uint64`` per row are sorted
+by radix passes or one plain sort of the packed value (``packed_sort``); other numeric keys
+use ``np.lexsort``; anything else (strings, decimals, nulls) goes through ``pyarrow``.
 """
 
 from __future__ import annotations
@@ -47,9 +47,9 @@ def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
 def packed_order(prefix: list[np.ndarray], table: pa.Table, columns: list[str]
                  ) -> np.ndarray | None:
     """The stable order of ``table``'s rows by (``prefix``, ``columns``), ``prefix`` a few
-    non-negative integer arrays (a row's partition and bucket as one code), when every column is a
-    null-free integer-like one and all of them pack with the row index into 64 bits
-    (``_packed_permutation``); otherwise ``None``."""
+    non-negative integer arrays (a row's partition and bucket as one code), when every column
+    is a null-free integer-like one and all of them pack into 64 bits (``packed_sort``);
+    otherwise ``None``."""
     keys = list(prefix)
     for name in columns:
         key = as_numpy_key(table.column(name))
@@ -110,47 +110,98 @@ def _is_sorted(keys: list[np.ndarray]) -> bool:
 
 
 def _packed_permutation(keys: list[np.ndarray]) -> np.ndarray | None:
-    """Sort integer keys packed with the row index into one ``uint64`` per row, if they fit.
-
-    ``(k1 - min) << .. | (k2 - min) << .. | row`` sorts like the keys with row order breaking
-    ties (a stable sort), and numpy's plain sort of ``uint64`` (SIMD-accelerated) is several
-    times faster than an argsort or ``lexsort``; the permutation is read from the low bits.
-    """
-    packed = packed_sort(keys)
+    """The stable order of rows by integer ``keys`` (row order breaking ties), when the keys
+    pack into 64 bits (``packed_sort``); otherwise ``None``."""
+    packed = _pack(keys)
     if packed is None:
         return None
-    ordered, row_bits = packed
-    ordered &= np.uint64((1 << row_bits) - 1)
-    return ordered.view(np.int64)  # the row indices fit in 63 bits
+    values, bits = packed
+    if _use_radix(len(values), bits):
+        return _radix_order(values, bits)
+    return _sort_with_rows(values)[0]
 
 
-def packed_sort(keys: list[np.ndarray]) -> tuple[np.ndarray, int] | None:
-    """The sorted packed ``uint64`` values of ``_packed_permutation`` and the number of low
-    bits that hold the row index (the high bits are the keys, less their minimums), or None
-    when the keys and the row index do not fit in 64 bits."""
+# From this many rows a packed key of at most RADIX_MAX_BITS sorts by radix passes
+# (measured on 2 cores, stable order of 100k rows: a 24-bit key 0.9 ms by radix against 4.6
+# ms for np.sort of the key packed with the row index, a 40-bit key 3.2 against 5.6 ms;
+# 6k rows 0.08 against 0.10 ms; below ~2k rows the plain sort is as fast)
+RADIX_MIN_ROWS = 2048
+RADIX_MAX_BITS = 48
+_DIGIT_BITS = 16
+
+
+def packed_sort(keys: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The stable order of rows by integer ``keys`` (row order breaking ties) and the keys
+    packed into one ``uint64`` per row (each less its minimum, the first highest) in that
+    order; None when the keys do not pack into 64 bits.
+
+    Two ways, by shape: a radix sort of the packed key, 16 bits a pass, least significant
+    first (numpy's stable sort of ``uint16`` is a counting sort, O(n) a pass); or numpy's
+    plain sort of the key packed with the row index below it (``(k1 - min) << .. | row``:
+    unique values, so ties break by row). Radix for many rows of a key of a few digits, and
+    for a key too wide to share 64 bits with the row index."""
+    packed = _pack(keys)
+    if packed is None:
+        return None
+    values, bits = packed
+    if _use_radix(len(values), bits):
+        order = _radix_order(values, bits)
+        return order, values[order]
+    return _sort_with_rows(values)
+
+
+def _pack(keys: list[np.ndarray]) -> tuple[np.ndarray, int] | None:
+    """The keys, each less its minimum, packed into one new ``uint64`` per row (the first
+    key highest) and the bits they take; None beyond 64 bits."""
     n = len(keys[0])
-    row_bits = max(int(n - 1).bit_length(), 1)
     spans = []
     for k in keys:
         lo, hi = int(k.min()), int(k.max())
         spans.append((lo, (hi - lo).bit_length()))
-    if row_bits + sum(bits for _, bits in spans) > 64:
+    bits = sum(b for _, b in spans)
+    if bits > 64:
         return None
     packed: np.ndarray | None = None
-    for k, (lo, bits) in zip(keys, spans):
-        if not bits:
+    for k, (lo, b) in zip(keys, spans):
+        if not b:
             continue
         if packed is None:
             packed = _offset(k, lo)
         else:
-            packed <<= np.uint64(bits)
+            packed <<= np.uint64(b)
             packed |= _offset(k, lo)
-    if packed is None:
-        packed = np.zeros(n, dtype=np.uint64)
+    return (np.zeros(n, dtype=np.uint64) if packed is None else packed), bits
+
+
+def _use_radix(rows: int, bits: int) -> bool:
+    row_bits = max(int(rows - 1).bit_length(), 1)
+    return bits + row_bits > 64 or (rows >= RADIX_MIN_ROWS and bits <= RADIX_MAX_BITS)
+
+
+def _sort_with_rows(packed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable order, sorted values) of ``packed`` by one plain sort of each value with its
+    row index in the low bits (``packed`` is consumed; the values leave room for the row)."""
+    n = len(packed)
+    row_bits = max(int(n - 1).bit_length(), 1)
     packed <<= np.uint64(row_bits)
     packed |= np.arange(n, dtype=np.uint64)
     packed.sort()
-    return packed, row_bits
+    order = (packed & np.uint64((1 << row_bits) - 1)).view(np.int64)  # rows fit in 63 bits
+    packed >>= np.uint64(row_bits)
+    return order, packed
+
+
+def _radix_order(packed: np.ndarray, bits: int) -> np.ndarray:
+    """The stable order of ``packed`` (``uint64``, values below ``2 ** bits``): a stable
+    counting sort per 16-bit digit, least significant first, each pass ordering its digit
+    as the passes before left the rows."""
+    mask = np.uint64((1 << _DIGIT_BITS) - 1)
+    order = np.arange(len(packed), dtype=np.int64)  # no bits (every key constant): as is
+    for shift in range(0, bits, _DIGIT_BITS):
+        digit = ((packed >> np.uint64(shift)) & mask).astype(np.uint16)
+        step = np.argsort(digit if shift == 0 else digit[order], kind="stable")
+        order = step if shift == 0 else order[step]
+    return order.astype(np.int64, copy=False)
 
 
 def _offset(k: np.ndarray, lo: int) -> np.ndarray:

@@ -134,7 +134,7 @@ def _cut(rows: pa.Table, kinds: pa.Array | None, partition_keys: list[str], part
     order = packed_order([group], rows, keys) if keys else None
     if order is None:
         order = packed_order([group], rows, [])
-    if order is None:  # more groups than 64 bits can pack with the row index
+    if order is None:  # more groups than 64 bits can pack
         order = np.argsort(group, kind="stable")
     taken = pa.array(order)
     moved = gather(rows.drop_columns(partition_keys), taken)

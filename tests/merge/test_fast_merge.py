@@ -134,3 +134,25 @@ def test_runs_in_sequence_order_merge_without_sequence_numbers(runs, keys, drop)
                                      columns=["v"], ordered=False, sequenced=True)
            for r in chunk.to_pylist()]
     assert sorted(got, key=lambda r: r["v"]) == sorted(want, key=lambda r: r["v"])
+
+
+def test_fast_path_at_radix_sizes_keeps_each_keys_newest_row():
+    """Tens of thousands of rows (the radix sort of ``packed_sort``), keys repeating: the
+    dedupe fast path keeps, per key, the row with the highest sequence number (numpy's
+    ``lexsort`` picks the expected rows), ordered and unordered, in and out of order."""
+    rng = np.random.default_rng(7)
+    n = 30_000
+    ids = rng.integers(-5_000, 5_000, n) * 3
+    kinds = rng.choice([0, 2], n)
+    spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("id", "v"), ("id",))
+    for seqs in (np.arange(n), rng.permutation(n)):
+        t = _table(ids, kinds, seqs)
+        by_key_then_seq = np.lexsort((seqs, ids))
+        sorted_ids = ids[by_key_then_seq]
+        last = np.append(np.flatnonzero(sorted_ids[1:] != sorted_ids[:-1]), n - 1)
+        want = [f"v{i}" for i in by_key_then_seq[last]]
+        got = sort_and_merge(t, spec, drop_retracts=False)
+        assert got["v"].to_pylist() == want
+        assert got["id"].to_pylist() == sorted_ids[last].tolist()
+        loose = sort_and_merge(t, spec, drop_retracts=False, ordered=False)
+        assert sorted(loose["v"].to_pylist()) == sorted(want)
