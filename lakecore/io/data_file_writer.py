@@ -30,7 +30,7 @@ from lakecore.format.binary_row import EMPTY_ROW, encode_row
 from lakecore.format.kv import KEY_PREFIX, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_from_epoch_millis
 from lakecore.format.stats import EMPTY_STATS
-from lakecore.io.dictionary_choice import DictionaryChoices, dictionary_columns
+from lakecore.io.dictionary_choice import DictionaryChoices, SharedChoices, dictionary_columns
 from lakecore.io.footer_stats import footer_stats, leaf_columns
 from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
@@ -71,6 +71,9 @@ class FileWriterSpec:
     # the dictionary choices of this spec's files, shared (``dictionary_choice``)
     dictionary_choices: DictionaryChoices = field(default_factory=DictionaryChoices,
                                                   compare=False, repr=False)
+    # rows per row group, judged from a writer's first chunk and shared the same way (``_step``)
+    row_group_rows: SharedChoices[int] = field(default_factory=SharedChoices,
+                                               compare=False, repr=False)
 
     @property
     def is_kv(self) -> bool:
@@ -195,13 +198,17 @@ class RollingFileWriter:
 
     def _step(self, chunk: pa.Table) -> int:
         """Rows per row group: ``ROW_GROUP_ROWS``, fewer for wide rows, so that the size
-        check runs at least every ~target bytes of input. Judged once per writer, from its
-        first chunk (``nbytes`` of a sliced string column walks its offsets)."""
+        check runs at least every ~target bytes of input. Judged from a writer's first chunk
+        and shared like a dictionary choice: by the writers of the spec's next files in the
+        same partition (``nbytes`` of a sliced string column walks its offsets)."""
         if self._step_rows is None:
-            per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
-            self._step_rows = max(1024, min(ROW_GROUP_ROWS,
-                                            self.spec.target_file_size // per_row))
+            self._step_rows = self.spec.row_group_rows.choose(
+                self.partition, lambda: self._rows_per_group(chunk))
         return self._step_rows
+
+    def _rows_per_group(self, chunk: pa.Table) -> int:
+        per_row = max(1, chunk.nbytes // max(1, chunk.num_rows))
+        return max(1024, min(ROW_GROUP_ROWS, self.spec.target_file_size // per_row))
 
     def _flush_pending(self) -> None:
         """Encode what is gathered, whatever its size (the file is closing)."""

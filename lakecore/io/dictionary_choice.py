@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -34,30 +34,35 @@ SAMPLE_ROWS = 512  # enough to see repeats of any dictionary that fits a 64 KiB 
 # A choice made for one file serves this many more files of the same writer spec, partition
 # and size class before the next file is sampled again.
 CHOICE_REUSES = 16
+T = TypeVar("T")
 
 
-class DictionaryChoices:
-    """Choices shared by the files one writer spec writes (one ``TableWrite``, one
+class SharedChoices(Generic[T]):
+    """Judgments shared by the files one writer spec writes (one ``TableWrite``, one
     compaction): the buckets of a partition are a hash partition of the same rows, so a file
     of about the same size (the same power of two of rows) in the same partition would be
-    judged the same. Each choice serves ``CHOICE_REUSES`` more files, then is made again from
-    the file at hand, so a writer that lives long follows its data. Thread-safe: the buckets
-    of one write open their files side by side."""
+    judged the same. Each judgment serves ``CHOICE_REUSES`` more files, then is made again
+    from the file at hand, so a writer that lives long follows its data. Thread-safe: the
+    buckets of one write open their files side by side. Values are handed out as they are:
+    a caller must not change one (``DictionaryChoices`` hands out copies)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: dict[Hashable, tuple[list[str], int]] = {}
+        self._held: dict[Hashable, tuple[T, int]] = {}
 
-    def choose(self, key: Hashable, decide: Callable[[], list[str]]) -> list[str]:
+    def choose(self, key: Hashable, decide: Callable[[], T]) -> T:
         with self._lock:
             held = self._held.get(key)
             if held is not None and held[1] > 0:
                 self._held[key] = (held[0], held[1] - 1)
-                return list(held[0])
+                return self._copy(held[0])
         choice = decide()
         with self._lock:
-            self._held[key] = (list(choice), CHOICE_REUSES)
+            self._held[key] = (self._copy(choice), CHOICE_REUSES)
         return choice
+
+    def _copy(self, value: T) -> T:
+        return value
 
     def __getstate__(self) -> dict[str, Any]:
         return {}  # a copy (a pickled task) starts with no choices
@@ -65,6 +70,14 @@ class DictionaryChoices:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._lock = threading.Lock()
         self._held = {}
+
+
+class DictionaryChoices(SharedChoices[list[str]]):
+    """Which columns get a dictionary (``dictionary_columns``), shared as ``SharedChoices``
+    shares a judgment; each caller gets its own list."""
+
+    def _copy(self, value: list[str]) -> list[str]:
+        return list(value)
 
 
 def dictionary_columns(part: pa.Table, candidates: Iterable[str], page_limit: int) -> list[str]:

@@ -156,3 +156,20 @@ def test_fast_path_at_radix_sizes_keeps_each_keys_newest_row():
         assert got["id"].to_pylist() == sorted_ids[last].tolist()
         loose = sort_and_merge(t, spec, drop_retracts=False, ordered=False)
         assert sorted(loose["v"].to_pylist()) == sorted(want)
+
+
+def test_distinct_ascending_keys_keep_every_row_but_retractions():
+    """A flushed buffer of distinct keys in key order (routing sorts them): the merge keeps
+    every row, minus -U/-D rows when retractions are dropped, as the reference merge does."""
+    ids = [1, 4, 9, 16, 25, 36]
+    kinds = [0, 3, 2, 1, 0, 3]
+    t = _table(ids, kinds, [5, 0, 3, 1, 4, 2])
+    spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("id", "v"), ("id",))
+    for drop in (False, True):
+        want = merge_sorted(sort_kv(t, spec), spec, drop_retracts=drop)
+        got = sort_and_merge(t, spec, drop_retracts=drop)
+        assert got.to_pylist() == want.to_pylist()
+        assert got["id"].to_pylist() == ([1, 9, 25] if drop else ids)
+        narrow = sort_and_merge(t, spec, drop_retracts=drop, columns=["v"], ordered=False)
+        assert narrow.column_names == ["v"]
+        assert narrow["v"].to_pylist() == want["v"].to_pylist()
