@@ -302,7 +302,8 @@ def run_compaction(args: argparse.Namespace, workdir: str
         f"{args.commits + 1} overlapping level-0 runs), table.compact(full=True); rows = the "
         "compaction's input rows (size x 1.2). Baseline: pyarrow read of the input files + "
         "write of the result (I/O only); the read row: lakecore full read of the compacted "
-        f"table vs pyarrow read of its files. Best of {args.compaction_rounds} round(s). "
+        f"table vs pyarrow read of its files. Best of {args.compaction_rounds} round(s) (the "
+        f"reads: of {compaction.READ_REPEATS} interleaved repeats a round). "
         f"compaction.py's targets (compaction >= {compaction.TARGETS['compact']}x, compacted "
         f"read >= {compaction.TARGETS['read']}x) are judged at every size.",
     ]
