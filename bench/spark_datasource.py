@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         t0 = time.perf_counter()
         make_source(src, args.rows)
         print(f"source: {args.rows:,} rows in {time.perf_counter() - t0:.1f} s", flush=True)
-        spark = session(args.driver_memory)
+        spark = session(args.driver_memory, os.path.join(work, "spark-local"))
         register(spark)
         df = spark.read.parquet(src)
         warehouse = os.path.join(work, "warehouse")

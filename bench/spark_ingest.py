@@ -194,10 +194,13 @@ class Phase:
 # --- main ------------------------------------------------------------------------------------
 
 
-def session(driver_memory: str) -> Any:
+def session(driver_memory: str, local_dir: str) -> Any:
     """local[2] with the ingest job's session defaults (``SESSION_DEFAULTS``: Spark does not
     compress the shuffle of pieces lakecore compressed already); Spark's own write shuffles
-    nothing, so they do not touch the baseline."""
+    nothing, so they do not touch the baseline. Spark's scratch (shuffle files, spills) goes
+    to ``local_dir`` in the benchmark's own directory, not the machine's shared /tmp: on this
+    VM's ext4 creating a file in a directory where many were deleted lately (a pip install's
+    build files, say) costs up to 1 ms for a while, which only the shuffling side pays."""
     from pyspark.sql import SparkSession
 
     from lakecore.spark.jobs.common import with_session_defaults
@@ -207,7 +210,8 @@ def session(driver_memory: str) -> Any:
     builder = (SparkSession.builder.master("local[2]").appName("bench-spark-ingest")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.driver.memory", driver_memory))
+               .config("spark.driver.memory", driver_memory)
+               .config("spark.local.dir", local_dir))
     spark = with_session_defaults(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
@@ -232,7 +236,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         upsert_ids = np.random.default_rng(7).choice(args.rows, args.rows // 10, replace=False)
         make_source(upsert_src, len(upsert_ids), files=2, seed=8, ids=upsert_ids)
         print(f"source: {args.rows:,} rows in {time.perf_counter() - t0:.1f} s", flush=True)
-        spark = session(args.driver_memory)
+        spark = session(args.driver_memory, os.path.join(work, "spark-local"))
         df = spark.read.parquet(src)
         warehouse = os.path.join(work, "warehouse")
         catalog = CatalogFactory.create({"warehouse": warehouse})
@@ -381,7 +385,7 @@ def main() -> int:
         "ingest job's session defaults ("
         + ", ".join(f"{k}={v}" for k, v in result["session_conf"].items())
         + ": the shuffled pieces are LZ4-compressed Arrow IPC already; Spark's own write "
-        "shuffles nothing); best of "
+        "shuffles nothing), spark.local.dir in the benchmark's directory; best of "
         f"{args.repeat} interleaved round(s). Ratios: rows/s over Spark's df.write.parquet "
         "(snappy, its default); the upsert writes 10% of the keys again; compaction rows/s "
         f"counts the table's rows, merged from {args.rows * 11 // 10:,} records.",
