@@ -9,6 +9,8 @@ measured phase):
   write-only (no compaction), the merged read; raw pyarrow zstd write/read of the same rows,
   interleaved in the same child, is the ratio baseline (best of ``--rounds``). pypaimon, and
   pypaimon+rust if pypaimon-rust is installed, do the same on the first ``--paimon-rows``.
+  At every bucket count, write_read.py's memory run too: ``--big-rows`` (10M) rows in one
+  commit, its peak RSS against issue 17's 1 GiB.
 * ``history``: commit latency and scan planning at 10, 100, 1,000 and 10,000 snapshots of
   history (``--history``). For each size, ``commit.py``'s table (append-only; that many
   OVERWRITE commits of one row, so one live file) is built once; then in each of
@@ -151,13 +153,19 @@ def run_buckets(args: argparse.Namespace, workdir: str) -> tuple[list[Result], l
         lake = write_read.run_child("main", child_args, workdir)
         if lake is not None and "error" in lake:
             print(f"lakecore ({buckets} buckets) FAILED:\n{lake.pop('error')}", file=sys.stderr)
+        big = None
+        if args.big_rows:  # the memory run: --big-rows in one commit at this bucket count
+            big_args = argparse.Namespace(**{**vars(child_args), "big_rows": args.big_rows})
+            big = write_read.run_child("big", big_args, workdir)
+            if big is None:
+                raw.setdefault("failed", []).append(f"lakecore big ({buckets} buckets)")
         paimons, skipped = write_read.paimon_runs(
             workdir, args.paimon_rows, args.rows, args.commits, buckets=buckets,
             skip=args.skip_paimon, skip_rust=args.skip_paimon_rust)
         notes += [n for n in skipped if n not in notes]
-        raw[str(buckets)] = {"lakecore": lake, "pypaimon": dict(paimons)}
+        raw[str(buckets)] = {"lakecore": lake, "big": big, "pypaimon": dict(paimons)}
         tag = f", {buckets} bucket{'s' if buckets > 1 else ''}"
-        for entry in build_rows(lake, None, paimons, BUCKET_TARGETS):
+        for entry in build_rows(lake, big, paimons, BUCKET_TARGETS):
             if entry["system"] != "pyarrow (snappy)":
                 rows.append({**entry, "phase": entry["phase"] + tag, "buckets": buckets})
         if lake is None or "read" not in lake:
@@ -174,13 +182,17 @@ def run_buckets(args: argparse.Namespace, workdir: str) -> tuple[list[Result], l
         f"{BUCKET_TARGETS['write']}x, merged read >= {BUCKET_TARGETS['read']}x; write_read's "
         f"own, at 1 bucket, are {TARGETS['write']}x and {TARGETS['read']}x) are judged at every "
         "bucket count. pypaimon: one write+upsert+read per bucket count.",
+        f"write {args.big_rows / 1e6:g}M: write_read.py's memory run at every bucket count "
+        f"({args.big_rows:,} rows in 10 write_arrow calls, one commit, default options; its "
+        "ratio over the same bucket count's one-file raw write); issue 17's limit, peak RSS "
+        "< 1 GiB, is judged at every bucket count." if args.big_rows else "",
         "`pyarrow (zstd, N files)` (information): raw pyarrow writing and reading the same "
         "rows as lakecore lays them out, one file per (commit, bucket), split by id % buckets "
         "before timing: the part of a bucket count's cost that is Parquet's own per-file cost. "
         "Its ratio, like lakecore's, is over the one-file baseline.",
         *write_read.paimon_notes(list(last.items())),
     ]
-    return rows, notes, raw
+    return rows, [n for n in notes if n], raw
 
 
 def run_history(args: argparse.Namespace, workdir: str) -> tuple[list[Result], list[str], Result]:
@@ -374,6 +386,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--sizes", type=ints, default=[100_000, 300_000, 1_000_000, 3_000_000],
                    help="rows of the compacted bucket (1e5,3e5,1e6,3e6)")
     p.add_argument("--compaction-rounds", type=int, default=2)
+    p.add_argument("--big-rows", type=int, default=10_000_000,
+                   help="rows of the memory run at every bucket count (0: none)")
     p.add_argument("--skip-paimon", action="store_true", help="skip pypaimon")
     p.add_argument("--skip-paimon-rust", action="store_true", help="skip pypaimon+rust")
     p.add_argument("--quick", action="store_true",
@@ -383,7 +397,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--size", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.quick:
-        args.rows, args.paimon_rows, args.rounds = 100_000, 20_000, 1
+        args.rows, args.paimon_rows, args.rounds, args.big_rows = 100_000, 20_000, 1, 200_000
         args.history, args.history_rounds, args.plans = [10, 100, 1000], 4, 2
         args.sizes, args.compaction_rounds = [50_000, 100_000], 1
     return args

@@ -8,7 +8,9 @@ One run, one local[2] session, the same DataFrame (Parquet source files generate
 * lakecore ingest, as the ingest job runs it for ``--source DIR --source-format parquet``
   (``ingest_parquet``: executors read the files with pyarrow, cut them into (partition,
   bucket) pieces, the pieces are shuffled so one task owns each bucket, lakecore writers in
-  ``mapInArrow`` tasks, one commit) into a primary-key table (``dt``, ``id``), 4 buckets;
+  ``mapInArrow`` tasks, one commit) into a primary-key table (``dt``, ``id``), 4 buckets,
+  and the same into tables of ``--curve-buckets`` (1 and 16) buckets: the bucket-count curve,
+  each point judged against the same target;
 * for information, the same ingest from the DataFrame (``ingest_dataframe``: the path of
   ``--source-table`` / ``--source-query`` / CSV / JSON, where Spark's reader feeds the tasks);
 * an upsert of 10% of the keys (new values) into the ingested table, then the compaction
@@ -66,6 +68,12 @@ SCHEMA = pa.schema([
 ])
 PARTITIONS = [f"2026-11-{d:02d}" for d in range(1, 11)]
 BUCKETS = 4
+# the ingest curve's other bucket counts (--curve-buckets): same rows, a table of N buckets
+CURVE_PHASE = "lakecore ingest (parquet source), "
+
+
+def curve_phase(buckets: int) -> str:
+    return f"{CURVE_PHASE}{buckets} bucket{'s' if buckets > 1 else ''}"
 
 
 # --- data ------------------------------------------------------------------------------------
@@ -248,19 +256,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 df.write.mode("overwrite").option("compression", codec).parquet(out_dirs[codec])
             return write
 
-        def fresh_table(name: str) -> Callable[[int], None]:
+        def fresh_table(name: str, buckets: int = BUCKETS) -> Callable[[int], None]:
             def create(r: int) -> None:
                 catalog.create_table(f"db.{name}{r}", Schema.from_pyarrow_schema(
                     SCHEMA, partition_keys=["dt"], primary_keys=["dt", "id"],
-                    options={"bucket": str(BUCKETS)}))
+                    options={"bucket": str(buckets)}))
             return create
 
         def request(table: Any, ident: int) -> Any:
             return IngestRequest(ident, default_commit_user("ingest", table.identifier, ident))
 
-        def ingest(r: int) -> Any:
-            table = catalog.get_table(f"db.t{r}")
-            return ingest_parquet(spark, src, table, warehouse, request(table, 1))
+        def ingest_into(name: str) -> Callable[[int], Any]:
+            def ingest(r: int) -> Any:
+                table = catalog.get_table(f"db.{name}{r}")
+                return ingest_parquet(spark, src, table, warehouse, request(table, 1))
+            return ingest
 
         def ingest_df(r: int) -> Any:
             table = catalog.get_table(f"db.df{r}")
@@ -287,7 +297,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                        IngestRequest(2, "warm"))
         phases = [
             Phase("spark df.write.parquet (snappy)", spark_write("snappy")),
-            Phase("lakecore ingest (parquet source)", ingest, fresh_table("t")),
+            Phase("lakecore ingest (parquet source)", ingest_into("t"), fresh_table("t")),
+            *(Phase(curve_phase(b), ingest_into(f"b{b}_"), fresh_table(f"b{b}_", b))
+              for b in args.curve_buckets),
             Phase("lakecore ingest (DataFrame source)", ingest_df, fresh_table("df")),
             Phase("spark df.write.parquet (zstd)", spark_write("zstd")),
             Phase("lakecore upsert 10% (parquet source)", upsert),
@@ -314,6 +326,10 @@ def _report(args: argparse.Namespace, phases: list[Phase], catalog: Any) -> dict
     latest = catalog.get_table("db.t0").snapshot_manager.latest()
     assert ingest.rows == args.rows, f"ingest wrote {ingest.rows} rows"
     assert by_name["lakecore ingest (DataFrame source)"].rows == args.rows
+    for b in args.curve_buckets:
+        assert by_name[curve_phase(b)].rows == args.rows, f"{b} buckets: row count"
+        snap = catalog.get_table(f"db.b{b}_0").snapshot_manager.latest()
+        assert snap is not None and snap.total_record_count == args.rows, f"{b} buckets"
     assert latest is not None and latest.total_record_count == args.rows, "row count mismatch"
     rows_out = []
     for p in phases:
@@ -326,7 +342,7 @@ def _report(args: argparse.Namespace, phases: list[Phase], catalog: Any) -> dict
                "peak_worker_rss_mib": round(p.peak_worker / 1024)}
         if p.name.startswith("lakecore ingest") or p.name.startswith("lakecore upsert"):
             row.update(files=p.value.stats.files, bytes=p.value.stats.bytes)
-        if p.name == "lakecore ingest (parquet source)":
+        if p.name == "lakecore ingest (parquet source)" or p.name.startswith(CURVE_PHASE):
             row.update(target=f">= {TARGET}x", result="PASS" if rate / base >= TARGET else "MISS")
         if p.name.startswith("lakecore compact"):
             row.update(files=comp.after.files, bytes=comp.after.bytes,
@@ -336,6 +352,7 @@ def _report(args: argparse.Namespace, phases: list[Phase], catalog: Any) -> dict
 
     return {
         "rows": args.rows, "partitions": len(PARTITIONS), "buckets": BUCKETS,
+        "curve_buckets": list(args.curve_buckets),
         "repeat": args.repeat, "master": "local[2]", "driver_memory": args.driver_memory,
         "machine": {"nproc": os.cpu_count(), "loadavg_end": os.getloadavg()[0],
                     "pyspark": pyspark.__version__, "pyarrow": pa.__version__,
@@ -370,6 +387,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=10_000_000)
     p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--curve-buckets", type=lambda t: [int(x) for x in t.split(",") if x],
+                   default=[1, 16], help="bucket counts of the ingest curve besides 4 (1,16)")
     p.add_argument("--driver-memory", default="4g")
     p.add_argument("--keep", action="store_true", help="keep the work directory")
     p.add_argument("--quick", action="store_true", help="smoke test: 200k rows, 1 round")
@@ -381,7 +400,9 @@ def main() -> int:
     result = run(args)
     notes = [
         f"{args.rows:,} rows (10 Parquet source files), {len(PARTITIONS)} partitions x {BUCKETS} "
-        f"buckets, PK (dt, id); Spark local[2], driver memory {args.driver_memory}, with the "
+        f"buckets (the curve: also {', '.join(map(str, args.curve_buckets)) or 'none'}; the "
+        "target is judged at every bucket count), PK (dt, id); Spark local[2], driver memory "
+        f"{args.driver_memory}, with the "
         "ingest job's session defaults ("
         + ", ".join(f"{k}={v}" for k, v in result["session_conf"].items())
         + ": the shuffled pieces are LZ4-compressed Arrow IPC already; Spark's own write "

@@ -176,8 +176,9 @@ def child_main(args: argparse.Namespace) -> Result:
 
 
 def child_big(args: argparse.Namespace) -> Result:
-    """``--big-rows`` rows in 10 write_arrow calls and one commit; input made chunk by chunk."""
-    table = _lakecore_table(args.warehouse).get_table("db.t")
+    """``--big-rows`` rows in 10 write_arrow calls and one commit into a ``--buckets`` table;
+    input made chunk by chunk."""
+    table = _lakecore_table(args.warehouse, bucket=str(args.buckets)).get_table("db.t")
     chunk = args.big_rows // 10
     builder = table.new_batch_write_builder()
     write = builder.new_write()
