@@ -20,14 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakecore.errors import SchemaError
-from lakecore.spark.shuffle import split_rows
+from lakecore.spark.shuffle import bounded, split_batch_rows, split_rows
 from lakecore.spark.table_ref import TableRef
 from lakecore.store.file_io import FileIO
 
 PATH_COLUMN = "path"
 UNIT_DDL = "path string, first_row_group int, row_groups int"  # row_groups -1: the whole file
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_READ_BATCH_ROWS = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -130,11 +129,12 @@ class FileSplitTask:
                 with fio.open_input_file(path) as f:
                     reader = pq.ParquetFile(f, coerce_int96_timestamp_unit="us")
                     groups = None if count < 0 else list(range(first, first + count))
-                    for b in reader.iter_batches(batch_size=_READ_BATCH_ROWS,
+                    for b in reader.iter_batches(batch_size=split_batch_rows(table),
                                                  row_groups=groups):
                         data = with_partitions(pa.Table.from_batches([b]), self.base, path)
                         try:
-                            yield split_rows(table, data, static)
+                            for part in bounded(data):
+                                yield split_rows(table, part, static)
                         except SchemaError as e:
                             raise SchemaError(f"{path}: {e}") from None
 

@@ -106,3 +106,27 @@ def test_a_piece_of_several_chunks_keeps_its_partition(tmp_path):
     got = decode_piece(table, 0, buf)
     assert got.partition == ("a",) and got.rows.column("dt").to_pylist() == ["a"] * 12
     assert got.rows.column("id").to_pylist() == list(range(12))
+
+
+def test_stage_one_groups_more_rows_at_once_for_more_buckets(tmp_path):
+    """Pieces stay about the same size as buckets grow: a batch of 64k rows per bucket,
+    within [256k, 1M] rows (a table without fixed buckets: 256k)."""
+    sizes = {}
+    for buckets in (1, 4, 8, 16, 64, -1):
+        t = make_table(str(tmp_path / f"b{buckets}"), SCHEMA, primary_keys=["dt", "id"],
+                       partition_keys=["dt"], options={"bucket": str(buckets)})
+        sizes[buckets] = shuffle.split_batch_rows(t)
+    assert sizes == {1: 256 * 1024, 4: 256 * 1024, 8: 512 * 1024, 16: 1024 * 1024,
+                     64: 1024 * 1024, -1: 256 * 1024}
+
+
+def test_wide_batches_are_split_by_bytes_and_keep_every_row(monkeypatch):
+    """A batch past ``SPLIT_MAX_BYTES`` is split into slices under it, in row order; one
+    under it passes whole."""
+    data = _data(10_000)
+    assert list(shuffle.bounded(data)) == [data]
+    monkeypatch.setattr(shuffle, "SPLIT_MAX_BYTES", data.nbytes // 7)
+    parts = list(shuffle.bounded(data))
+    assert len(parts) >= 7
+    assert all(p.num_rows <= data.num_rows // 7 + 1 for p in parts)  # about 1/7 of the bytes
+    assert pa.concat_tables(parts).equals(data)
