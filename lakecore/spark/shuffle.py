@@ -189,14 +189,17 @@ class SplitTask:
         pending: list[pa.RecordBatch] = []
         size = 0
         limit = split_batch_rows(table)
+
+        def split(gathered: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            for part in bounded(pa.Table.from_batches(gathered)):
+                yield split_rows(table, part, static, self.channels)
+
         for batch in batches:
             if batch.num_rows:
                 pending.append(batch)
                 size += batch.num_rows
             if size >= limit:
-                for part in bounded(pa.Table.from_batches(pending)):
-                    yield split_rows(table, part, static, self.channels)
+                yield from split(pending)
                 pending, size = [], 0
         if pending:
-            for part in bounded(pa.Table.from_batches(pending)):
-                yield split_rows(table, part, static, self.channels)
+            yield from split(pending)
