@@ -31,7 +31,7 @@ def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
     """The row order :func:`sort_kv` applies, or ``None`` when the table is already sorted."""
     columns = [*spec.key_columns, *spec.sequence_fields, SEQUENCE_NUMBER]
     arrays = [_combined(table.column(c)) for c in columns]
-    numeric = [_as_numpy_key(a) for a in arrays]
+    numeric = [integer_key(a) for a in arrays]
     if any(a is None for a in numeric):
         return _arrow_permutation(table, columns)
     keys: list[np.ndarray] = numeric  # type: ignore[assignment]
@@ -73,7 +73,7 @@ def group_starts(sorted_table: pa.Table, spec: MergeSpec) -> np.ndarray:
 
 def as_numpy_key(col: pa.ChunkedArray | pa.Array) -> np.ndarray | None:
     """``col`` as an order-preserving numpy array, if it is a null-free integer-like one."""
-    return _as_numpy_key(_combined(col))
+    return integer_key(_combined(col))
 
 
 def _combined(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -82,8 +82,9 @@ def _combined(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return col
 
 
-def _as_numpy_key(arr: pa.Array) -> np.ndarray | None:
-    """An order-preserving numpy view of a null-free integer-like column, else ``None``."""
+def integer_key(arr: pa.Array) -> np.ndarray | None:
+    """An order-preserving numpy view of a null-free integer-like array (one chunk), else
+    ``None``."""
     if arr.null_count:
         return None
     t = arr.type
@@ -166,10 +167,10 @@ def _pack(keys: list[np.ndarray]) -> tuple[np.ndarray, int] | None:
         if not b:
             continue
         if packed is None:
-            packed = _offset(k, lo)
+            packed = offset_from(k, lo)
         else:
             packed <<= np.uint64(b)
-            packed |= _offset(k, lo)
+            packed |= offset_from(k, lo)
     return (np.zeros(n, dtype=np.uint64) if packed is None else packed), bits
 
 
@@ -195,16 +196,17 @@ def _radix_order(packed: np.ndarray, bits: int) -> np.ndarray:
     """The stable order of ``packed`` (``uint64``, values below ``2 ** bits``): a stable
     counting sort per 16-bit digit, least significant first, each pass ordering its digit
     as the passes before left the rows."""
+    if bits <= 0:  # every key the same: rows as they are
+        return np.arange(len(packed), dtype=np.int64)
     mask = np.uint64((1 << _DIGIT_BITS) - 1)
-    order = np.arange(len(packed), dtype=np.int64)  # no bits (every key constant): as is
-    for shift in range(0, bits, _DIGIT_BITS):
+    order = np.argsort((packed & mask).astype(np.uint16), kind="stable")
+    for shift in range(_DIGIT_BITS, bits, _DIGIT_BITS):
         digit = ((packed >> np.uint64(shift)) & mask).astype(np.uint16)
-        step = np.argsort(digit if shift == 0 else digit[order], kind="stable")
-        order = step if shift == 0 else order[step]
+        order = order[np.argsort(digit[order], kind="stable")]
     return order.astype(np.int64, copy=False)
 
 
-def _offset(k: np.ndarray, lo: int) -> np.ndarray:
+def offset_from(k: np.ndarray, lo: int) -> np.ndarray:
     """``k - lo`` as a new uint64 array, in one pass; the span fits in 63 bits, so neither
     subtraction can wrap."""
     if k.dtype.kind == "u":
@@ -221,7 +223,7 @@ def _arrow_permutation(table: pa.Table, columns: list[str]) -> np.ndarray:
 def _adjacent_differs(arr: pa.Array) -> np.ndarray:
     """``arr[i + 1] != arr[i]`` for every adjacent pair; two nulls compare equal."""
     n = len(arr)
-    fast = _as_numpy_key(arr)
+    fast = integer_key(arr)
     if fast is None and arr.null_count == 0 and (
         pa.types.is_floating(arr.type) or pa.types.is_boolean(arr.type)
     ):

@@ -75,7 +75,7 @@ class TableRead:
         schema = self._schema_for(splits)
         for split in splits:
             for t in self._read.read_split(split):
-                yield from t.cast(schema).to_batches()
+                yield from _as(t, schema).to_batches()
 
     def to_arrow_batch_reader(self, splits: list[Split]) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(self._schema_for(splits), self._batches(splits))
@@ -86,7 +86,7 @@ class TableRead:
         schema = self._schema_for(splits)
 
         def read(split: Split) -> list[pa.Table]:
-            return [t.cast(schema) for t in self._read.read_split(split)]
+            return [_as(t, schema) for t in self._read.read_split(split)]
 
         tables = [t for part in map_buckets(read, splits) for t in part]
         if not tables:
@@ -95,6 +95,11 @@ class TableRead:
 
     def to_pandas(self, splits: list[Split]) -> Any:
         return self.to_arrow(splits).to_pandas()
+
+
+def _as(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``t`` in the read's schema (its types already, as a rule: then as it is)."""
+    return t if t.schema.equals(schema, check_metadata=True) else t.cast(schema)
 
 
 __all__ = ["Plan", "ReadBuilder", "TableRead"]

@@ -7,7 +7,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakecore.merge.fast import sort_and_merge
+from lakecore.merge.fast import _latest_mask, sort_and_merge
 from lakecore.merge.functions import merge_sorted
 from lakecore.merge.runs import merge_runs
 from lakecore.merge.sort import sort_kv
@@ -173,3 +173,87 @@ def test_distinct_ascending_keys_keep_every_row_but_retractions():
         narrow = sort_and_merge(t, spec, drop_retracts=drop, columns=["v"], ordered=False)
         assert narrow.column_names == ["v"]
         assert narrow["v"].to_pylist() == want["v"].to_pylist()
+
+
+def _newest_rows(keys: np.ndarray) -> np.ndarray:
+    """Row order is sequence order: each key's last row (numpy's stable ``lexsort``)."""
+    rows = np.arange(len(keys))
+    by_key = np.lexsort((rows, keys))
+    sorted_keys = keys[by_key]
+    return np.sort(by_key[np.append(np.flatnonzero(sorted_keys[1:] != sorted_keys[:-1]),
+                                    len(keys) - 1)])
+
+
+def test_sorted_runs_of_a_dense_key_keep_each_keys_newest_row():
+    """A read's runs in sequence order, each sorted by key (a key may repeat in a run): the
+    merge keeps each key's last row, for keys dense enough for the table of seen values
+    (``_latest_mask``) and for keys too spread out for it (the sort), in int64, int32,
+    uint64 (values past 2**63) and date32 keys, with retractions dropped or kept."""
+    rng = np.random.default_rng(11)
+    for span, dtype in ((40_000, np.int64), (40_000, np.int32), (3_000, np.uint64),
+                        (10**12, np.int64), (20_000, "date32")):
+        runs = []
+        for size in (9_000, 7_000, 12_000, 500, 8_000):
+            keys = np.sort(rng.integers(0, span, size))
+            if dtype == np.uint64:
+                runs.append(keys.astype(np.uint64) + np.uint64(2**63 + 5))
+            else:
+                runs.append(keys)
+        keys = np.concatenate(runs)
+        n = len(keys)
+        kinds = rng.choice([0, 0, 0, 2, 3, 1], n).astype(np.int8)
+        arrow_type = pa.date32() if dtype == "date32" else pa.from_numpy_dtype(dtype)
+        chunks = []
+        first = 0
+        for run in runs:
+            rows = slice(first, first + len(run))
+            chunks.append(pa.table({
+                "_KEY_k": pa.array(run.astype(np.int32) if dtype in (np.int32, "date32")
+                                   else run).cast(arrow_type),
+                "_VALUE_KIND": pa.array(kinds[rows]),
+                "v": pa.array(np.arange(first, first + len(run))),
+            }))
+            first += len(run)
+        t = pa.concat_tables(chunks)
+        spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_k",), ("v",), ())
+        dense = _latest_mask(t, spec, sequenced=True)
+        assert (dense is None) == (span == 10**12)  # the spread key goes through the sort
+        newest = _newest_rows(keys)
+        if dense is not None:
+            assert np.array_equal(np.flatnonzero(dense), newest)
+        for drop in (False, True):
+            want = newest[(kinds[newest] != 1) & (kinds[newest] != 3)] if drop else newest
+            got = sort_and_merge(t, spec, drop_retracts=drop, ordered=False, sequenced=True)
+            assert got["v"].to_pylist() == want.tolist()  # table order, no row twice
+
+
+def test_dense_key_falls_back_when_a_chunk_is_not_sorted_or_sequence_goes_back():
+    """The table of seen values needs every chunk sorted by key and rows in sequence order;
+    otherwise the merge sorts, and keeps the same rows as the reference merge."""
+    spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("id", "v"), ("id",))
+    unsorted = pa.concat_tables([_table([5, 1, 3], [0, 0, 0], [0, 1, 2]),
+                                 _table([1, 3], [0, 3], [3, 4], first=3)])
+    back = pa.concat_tables([_table([1, 3, 5], [0, 0, 0], [5, 6, 7]),
+                             _table([1, 3], [2, 0], [3, 4], first=3)])
+    for t in (unsorted, back):
+        assert _latest_mask(t, spec) is None
+        for drop in (False, True):
+            want = merge_sorted(sort_kv(t, spec), spec, drop_retracts=drop)
+            got = sort_and_merge(t, spec, drop_retracts=drop, ordered=False)
+            assert sorted(got["v"].to_pylist()) == sorted(want["v"].to_pylist())
+
+
+def test_rows_kept_chunk_by_chunk_in_table_order():
+    """Dropping superseded rows chunk by chunk: a chunk losing no row, one losing every row
+    and one losing some come back as the rows kept, in table order."""
+    spec = MergeSpec(MergeEngine.DEDUPLICATE, ("_KEY_id",), ("id", "v"), ("id",))
+    t = pa.concat_tables([
+        _table([1, 2, 3], [0, 0, 0], [0, 1, 2]),           # 1 and 3 come again later
+        _table([4, 5], [0, 0], [3, 4], first=3),           # both come again: none kept
+        _table([1, 3, 4, 5, 6], [0, 0, 0, 3, 0], [5, 6, 7, 8, 9], first=5),  # all newest
+    ])
+    for drop, want in ((False, ["v1", "v5", "v6", "v7", "v8", "v9"]),
+                       (True, ["v1", "v5", "v6", "v7", "v9"])):
+        got = sort_and_merge(t, spec, drop_retracts=drop, ordered=False)
+        assert got["v"].to_pylist() == want
+        assert got.column_names == t.column_names
