@@ -156,10 +156,21 @@ def _leaf_index(md: pq.FileMetaData, name: str) -> int | None:
 
 
 def _with_kind(t: pa.Table, kind: int | None) -> pa.Table:
-    """``t`` with its ``_VALUE_KIND`` column, ``kind`` in every row (None: ``t`` has it)."""
+    """``t`` with its ``_VALUE_KIND`` column, ``kind`` in every row (None: ``t`` has it): a
+    slice of one shared array of that kind, not a new one per file."""
     if kind is None:
         return t
-    return t.append_column(_KIND_FIELD, pa.array(np.full(t.num_rows, kind, dtype=np.int8)))
+    n = t.num_rows
+    held = _KINDS.get(kind)
+    if held is None or len(held) < n:
+        rows = max(n, _KINDS_ROWS, 0 if held is None else 2 * len(held))
+        held = pa.array(np.full(rows, kind, dtype=np.int8))
+        _KINDS[kind] = held  # a race only makes one more of them: any of them is right
+    return t.append_column(_KIND_FIELD, held.slice(0, n))
+
+
+_KINDS_ROWS = 64 * 1024
+_KINDS: dict[int, pa.Array] = {}
 
 
 def _parquet_file(src: pa.NativeFile, f: DataFileMeta, *, whole: bool) -> pq.ParquetFile:

@@ -99,3 +99,21 @@ def test_a_null_row_kind_is_a_corrupt_file_even_when_the_rest_agree(tmp_path: Pa
     pq.write_table(rows, path)
     with pytest.raises(CorruptFileError, match=VALUE_KIND):
         read(t)
+
+
+def test_files_of_one_kind_larger_and_smaller_than_before_read_whole(tmp_path: Path):
+    """Files of +I rows read one after another, 100k rows, then 5, then 150k: each gets its
+    own row count of +I, and the merged read keeps every key's newest value."""
+    from lakecore.io.data_file_reader import read_data_file
+
+    t = make_table(str(tmp_path), SCHEMA, primary_keys=["id"],
+                   options={"bucket": "1", "write-only": "true"})
+    for n, tag in ((100_000, "a"), (5, "b"), (150_000, "c")):
+        write(t, {"id": list(range(n)), "v": [tag] * n})
+    (split,) = t.new_read_builder().new_scan().plan().splits()
+    for f in sorted(split.files, key=lambda f: f.max_sequence_number):
+        rows = read_data_file(t, split.partition, split.bucket, f, [VALUE_KIND, "id"])
+        assert rows.num_rows == f.row_count
+        assert pc.all(pc.equal(rows[VALUE_KIND], 0)).as_py()
+    got = t.new_read_builder().new_read().to_arrow([split])
+    assert got.num_rows == 150_000 and pc.unique(got["v"]).to_pylist() == ["c"]
