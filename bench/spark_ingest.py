@@ -16,18 +16,23 @@ One run, one local[2] session, the same DataFrame (Parquet source files generate
 * an upsert of 10% of the keys (new values) into the ingested table, then the compaction
   job's body (``compact_table``, full) on the result: it merges both runs of every bucket.
 
-Phases run interleaved in ``--repeat`` rounds (default 2; the best of each is kept; fresh
-output each time). Peak RSS is
-sampled over the whole process tree (driver Python + JVM + Python workers) per phase.
+Phases run interleaved in ``--repeat`` rounds (default 3; the best of each is kept; fresh
+output each time). Before each phase the driver's Python and the JVM collect their garbage
+(untimed), so no phase pays for the heap the phase before it left: every Airflow task starts
+a fresh ``spark-submit``, and the phase after Spark's own 10M-row write was the slowest of
+the bucket curve in both rounds of a full run (4 buckets 5.93 s against 5.07 s and 5.56 s at
+1 and 16). Peak RSS is sampled over the whole process tree (driver Python + JVM + Python
+workers) per phase.
 Prints a table, writes ``bench/out/spark_ingest.json`` and the ``## spark_ingest`` section of
 ``bench/RESULTS.md``.
 
-    .venv/bin/python bench/spark_ingest.py [--rows 10000000] [--repeat 2] [--quick]
+    .venv/bin/python bench/spark_ingest.py [--rows 10000000] [--repeat 3] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import tempfile
@@ -225,6 +230,12 @@ def session(driver_memory: str, local_dir: str) -> Any:
     return spark
 
 
+def settle(spark: Any) -> None:
+    """Garbage collected in the driver's Python and the JVM (untimed, before a phase)."""
+    gc.collect()
+    spark.sparkContext._jvm.java.lang.System.gc()
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from lakecore import CatalogFactory, Schema
     from lakecore.spark.compact import CompactRequest, compact_table
@@ -307,6 +318,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ]
         for r in range(args.repeat):  # interleaved, so a change in machine load hits all
             for ph in phases:
+                settle(spark)
                 ph.run(r)
         result = _report(args, phases, catalog)
         conf = spark.sparkContext.getConf()
@@ -386,7 +398,7 @@ def summary(result: dict[str, Any]) -> list[dict[str, Any]]:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rows", type=int, default=10_000_000)
-    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--curve-buckets", type=lambda t: [int(x) for x in t.split(",") if x],
                    default=[1, 16], help="bucket counts of the ingest curve besides 4 (1,16)")
     p.add_argument("--driver-memory", default="4g")
