@@ -17,12 +17,11 @@ One run, one local[2] session, the same DataFrame (Parquet source files generate
   job's body (``compact_table``, full) on the result: it merges both runs of every bucket.
 
 Phases run interleaved in ``--repeat`` rounds (default 3; the best of each is kept; fresh
-output each time). Before each phase the driver's Python and the JVM collect their garbage
-(untimed), so no phase pays for the heap the phase before it left: every Airflow task starts
-a fresh ``spark-submit``, and the phase after Spark's own 10M-row write was the slowest of
-the bucket curve in both rounds of a full run (4 buckets 5.93 s against 5.07 s and 5.56 s at
-1 and 16). Peak RSS is sampled over the whole process tree (driver Python + JVM + Python
-workers) per phase.
+output each time). Round 0 runs slow (Spark's own write took 8.6 s in it in one full run,
+4.0 s in round 1), so two rounds left one sample of each phase. Before each phase the
+driver's Python and the JVM collect their garbage (untimed), so no phase pays for the heap
+the phase before it left, as every Airflow task starts a fresh ``spark-submit``. Peak RSS is
+sampled over the whole process tree (driver Python + JVM + Python workers) per phase.
 Prints a table, writes ``bench/out/spark_ingest.json`` and the ``## spark_ingest`` section of
 ``bench/RESULTS.md``.
 
