@@ -2,7 +2,9 @@
 
 Files of a bucket are grouped into sections of overlapping key ranges (Paimon's
 IntervalPartition idea); a section with one file needs no merge (only retractions dropped),
-a section with several is merged as sorted runs by the table's merge engine.
+a section with several is merged as sorted runs by the table's merge engine. Within such a
+section, for a single integer key, the rows of keys outside every range two files share go
+straight through too (``read/overlap.py``): only the shared ranges are merged.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakecore.format.binary_row import decode_row
 from lakecore.format.deletion_vector import deletion_mask
 from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
 from lakecore.format.manifest import DataFileMeta
@@ -23,29 +24,20 @@ from lakecore.merge.order import merge_order
 from lakecore.merge.runs import merge_runs
 from lakecore.options import MergeEngine
 from lakecore.read.deletion_vectors import read_vectors
+from lakecore.read.overlap import (
+    MIN_SOLO_SHARE,
+    key_sections,
+    shared_ranges,
+    solo_and_shared,
+    solo_share,
+)
 from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
+from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
 from lakecore.utils.threads import ordered_map
 
 ROW_KIND_COLUMN = "_ROW_KIND"
-
-
-def key_sections(files: Sequence[DataFileMeta], key_types: list) -> list[list[DataFileMeta]]:
-    """Group files into sections whose key ranges overlap (sorted by min key)."""
-    decoded = [(tuple(decode_row(f.min_key, key_types)), tuple(decode_row(f.max_key, key_types)), f)
-               for f in files]
-    decoded.sort(key=lambda x: (x[0], x[1]))
-    sections: list[list[DataFileMeta]] = []
-    bound: tuple | None = None
-    for lo, hi, f in decoded:
-        if sections and bound is not None and lo <= bound:
-            sections[-1].append(f)
-            bound = max(bound, hi)
-        else:
-            sections.append([f])
-            bound = hi
-    return sections
 
 
 class SplitRead:
@@ -69,6 +61,9 @@ class SplitRead:
         if self.is_pk:
             self.merge_spec = merge_spec_for(table, self.read_names)
             self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
+            # one integer key: the rows of keys no other file holds skip the merge
+            self._integer_key = len(self.key_fields) == 1 and pa.types.is_integer(
+                to_arrow(self.key_fields[0].type))
             extra = [c for c in self.merge_spec.sequence_fields if c not in self.read_names]
             self.file_value_names = self.read_names + extra
 
@@ -113,7 +108,8 @@ class SplitRead:
                 yield self._finish(t, kinds)
             return
         key_types = [k.type for k in self.key_fields]
-        for section in key_sections(split.files, key_types):
+        for bounded in key_sections(split.files, key_types):
+            section = [b.file for b in bounded]
             if len(section) == 1:
                 f = section[0]
                 # a compacted file with no retractions: plain columns only (level 0 files are not
@@ -121,9 +117,7 @@ class SplitRead:
                 if f.level > 0 and f.delete_row_count == 0:
                     yield self._finish(self._read_file(split, f, self.read_names, vectors))
                     continue
-                t = self._read_file(split, f, cols, vectors)
-                live = pc.is_in(t.column(VALUE_KIND), pa.array([0, 2], pa.int8()))
-                yield self._finish(t.filter(live))
+                yield self._finish(_live(self._read_file(split, f, cols, vectors)))
                 continue
             # run order breaks equal sequence numbers Paimon's way (merge/order.py)
             first_row = self.merge_spec.engine is MergeEngine.FIRST_ROW
@@ -135,7 +129,24 @@ class SplitRead:
             def read(f: DataFileMeta, wanted: list[str] = wanted) -> pa.Table:
                 return self._read_file(split, f, wanted, vectors)
 
-            runs = [[t] for t in ordered_map(read, ordered)]
+            tables = list(ordered_map(read, ordered))
+            runs = []
+            # one integer key: its ranges as plain ints
+            ranges = ([(lo[0], hi[0]) for lo, hi in shared_ranges(bounded)]
+                      if self._integer_key else [])
+            bounds = {b.file.file_name: b for b in bounded}
+            for f, t in zip(ordered, tables):
+                parts = (solo_and_shared(t, key_cols[0], ranges)
+                         if ranges and solo_share(bounds[f.file_name], ranges) >= MIN_SOLO_SHARE
+                         else None)
+                if parts is None:
+                    runs.append([t])
+                    continue
+                solo, shared = parts  # a solo key's one record: no merge, as one file's
+                if solo.num_rows:
+                    yield self._finish(_live(solo).select(self.read_names))
+                if shared.num_rows:
+                    runs.append([shared])
             # a batch read needs every live row once, not key order
             for chunk in merge_runs(runs, self.merge_spec, drop_retracts=True,
                                     columns=self.read_names, ordered=False,
@@ -173,3 +184,10 @@ class SplitRead:
         if self.predicate is not None:
             t = t.filter(self.predicate.to_expression())
         return t.select(names)
+
+
+def _live(t: pa.Table) -> pa.Table:
+    """``t`` without its retractions (-U, -D rows); as it is when it holds none."""
+    kinds = t.column(VALUE_KIND)
+    live = pc.is_in(kinds, pa.array([0, 2], pa.int8()))
+    return t if pc.all(live).as_py() in (True, None) else t.filter(live)
