@@ -17,7 +17,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lakecore.errors import CorruptFileError
-from lakecore.format.kv import KEY_PREFIX, VALUE_KIND
+from lakecore.format.kv import KEY_PREFIX, VALUE_KIND, RowKind
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.formats import PARQUET, conform_chunk, format_of, iter_foreign, read_schema
 from lakecore.io.schema_mapping import file_table, mapping_for
@@ -123,6 +123,7 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
 
 
 _KIND_FIELD = pa.field(VALUE_KIND, pa.int8(), False)
+_ROW_KIND_VALUES = frozenset(k.value for k in RowKind)
 
 
 def _footer_kind(md: pq.FileMetaData) -> int | None:
@@ -145,7 +146,7 @@ def _footer_kind(md: pq.FileMetaData) -> int | None:
         if kind is not None and st.min != kind:
             return None
         kind = st.min
-    return kind if kind in (_INSERT, 1, _UPDATE_AFTER, 3) else None
+    return kind if kind in _ROW_KIND_VALUES else None
 
 
 def _leaf_index(md: pq.FileMetaData, name: str) -> int | None:

@@ -147,6 +147,15 @@ def _rows(table: pa.Table, chosen: np.ndarray, columns: list[str] | None, *, ord
     return source.take(pa.array(chosen))
 
 
+def _in_sequence_order(table: pa.Table, sequenced: bool) -> bool:
+    """Whether the rows come in sequence order: ``sequenced`` (row order stands in for it),
+    or a ``_SEQUENCE_NUMBER`` column that never goes back."""
+    if sequenced:
+        return True
+    seq = as_numpy_key(table.column(SEQUENCE_NUMBER))
+    return seq is not None and not np.any(seq[1:] < seq[:-1])
+
+
 def _latest_rows(table: pa.Table, spec: MergeSpec, *, sequenced: bool = False
                  ) -> np.ndarray | None:
     """The row of each key that a deduplicate merge keeps (in key order), for one
@@ -158,10 +167,8 @@ def _latest_rows(table: pa.Table, spec: MergeSpec, *, sequenced: bool = False
     key = as_numpy_key(table.column(spec.key_columns[0]))
     if key is None:
         return None
-    if not sequenced:
-        seq = as_numpy_key(table.column(SEQUENCE_NUMBER))
-        if seq is None or np.any(seq[1:] < seq[:-1]):
-            return None
+    if not _in_sequence_order(table, sequenced):
+        return None
     packed = packed_sort([key])
     if packed is None:
         return None
@@ -192,10 +199,8 @@ def _latest_mask(table: pa.Table, spec: MergeSpec, *, sequenced: bool = False
     if not chunks or any(c is None for c in chunks):
         return None
     keys: list[np.ndarray] = chunks  # type: ignore[assignment]
-    if not sequenced:
-        seq = as_numpy_key(table.column(SEQUENCE_NUMBER))
-        if seq is None or np.any(seq[1:] < seq[:-1]):
-            return None
+    if not _in_sequence_order(table, sequenced):
+        return None
     if any(np.any(k[1:] < k[:-1]) for k in keys):
         return None
     lo, hi = min(int(k[0]) for k in keys), max(int(k[-1]) for k in keys)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.format.deletion_vector import deletion_mask
-from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND
+from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.format.manifest import DataFileMeta
 from lakecore.io.data_file_reader import data_file_path, map_row_groups, read_data_file
 from lakecore.io.specs import merge_spec_for
@@ -38,6 +38,7 @@ from lakecore.store.file_store import FileStore
 from lakecore.utils.threads import ordered_map
 
 ROW_KIND_COLUMN = "_ROW_KIND"
+_LIVE_KINDS = pa.array([RowKind.INSERT.value, RowKind.UPDATE_AFTER.value], pa.int8())
 
 
 class SplitRead:
@@ -189,5 +190,5 @@ class SplitRead:
 def _live(t: pa.Table) -> pa.Table:
     """``t`` without its retractions (-U, -D rows); as it is when it holds none."""
     kinds = t.column(VALUE_KIND)
-    live = pc.is_in(kinds, pa.array([0, 2], pa.int8()))
+    live = pc.is_in(kinds, _LIVE_KINDS)
     return t if pc.all(live).as_py() in (True, None) else t.filter(live)
