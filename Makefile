@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 QUIET_PIP := grep -v '^WARNING: Location' || true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint unit bench clean venv paimon-venv moto-venv browser soak
+.PHONY: demo test lint unit bench clean venv paimon-venv moto-venv browser soak services
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -56,6 +56,12 @@ browser:
 	    (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null; \
 	  else echo "chromium missing: sudo apt-get install -y chromium (the UI test skips)"; fi; \
 	fi
+
+# PostgreSQL and MariaDB for the database tests (lock, Airflow on PostgreSQL, concurrent
+# commits): installed from Debian packages when missing, started on 127.0.0.1, idempotent.
+# Without them those tests skip, naming this target; .ci/run runs it and lets none skip.
+services:
+	@bash .ci/services >/dev/null
 
 test: venv paimon-venv moto-venv lint browser dist/lakecore.zip
 	$(PY) -m pytest -q --durations=25

@@ -26,6 +26,7 @@ from lakecore.lock.base import (
     CatalogLock,
     NoopLock,
 )
+from lakecore.lock.drivers import unsupported
 from lakecore.lock.protocol import CommitProtocol, parse_commit_protocol
 from lakecore.options.parse import parse_bool, parse_duration
 
@@ -86,6 +87,9 @@ def normalize_lock_uri(uri: str) -> str:
         raise OptionError(LOCK_URI, f"not a valid SQLAlchemy URL (scheme {scheme!r})") from e
     if "__extra__" in url.query:  # Airflow's get_uri() packs connection extras there
         url = url.difference_update_query(["__extra__"])
+    why = unsupported(url)
+    if why is not None:
+        raise OptionError(LOCK_URI, why)
     return url.render_as_string(hide_password=False)
 
 

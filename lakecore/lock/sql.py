@@ -7,8 +7,8 @@ Paimon writer with the JDBC catalog lock and lakecore exclude each other on one 
   ``paimon_distributed_locks``, whose primary key does the excluding.
 * acquire = Paimon's INSERT of ``(lock_id, expire_time_seconds)`` plus our owner token;
   ``expire_time_seconds`` is the timeout in milliseconds integer-divided by 1000, as Paimon
-  stores it. Contention is the primary-key violation and nothing else: every other database
-  error propagates.
+  stores it. Contention is a refused insert with a row under the lock id, on every driver
+  (``lakecore.lock.drivers``); every other database error propagates.
 * a row older than its ``expire_time_seconds`` on the database's clock (Paimon's comparison,
   per dialect) is deleted by the next acquirer, whoever inserted it.
 * release = DELETE by lock id *and* ``lock_owner``, in ``finally``: a holder never deletes a
@@ -42,6 +42,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from lakecore.errors import CatalogLockError, CatalogLockTimeoutError
 from lakecore.lock.base import DEFAULT_ACQUIRE_TIMEOUT, DEFAULT_CHECK_MAX_SLEEP
+from lakecore.lock.drivers import connect_args, unsupported
 from lakecore.lock.sql_schema import (
     ADD_OWNER_SQL,
     LEGACY_TABLE_NAME,
@@ -54,7 +55,6 @@ from lakecore.lock.sql_schema import (
     LockHolder,
     create_table_sql,
     expire_seconds,
-    is_duplicate_key,
     sqlite_pragmas,
     statements,
     utc_millis,
@@ -69,6 +69,7 @@ MIN_SLEEP_SECONDS = 0.01
 HOLDER_CHECK_SECONDS = 1.0
 SQLITE_BUSY_TIMEOUT_SECONDS = 30.0
 CONNECT_TIMEOUT_SECONDS = 10
+_ATTEMPTS = 3  # tries of one insert (dropped connection, refusal with no row behind it)
 
 _held = threading.local()
 
@@ -119,11 +120,9 @@ class SqlCatalogLock:
 
         self.url = make_url(url)
         self.dialect = self.url.get_backend_name()
-        if self.dialect not in NOW_MS:
-            raise CatalogLockError(
-                f"catalog lock database {self.dialect!r} is not supported: "
-                "use PostgreSQL, MySQL/MariaDB or SQLite"
-            )
+        why = unsupported(self.url)
+        if why is not None:
+            raise CatalogLockError(why)
         if self.dialect == "sqlite" and self.url.database in (None, "", ":memory:"):
             raise CatalogLockError(
                 "an in-memory SQLite database cannot be shared between processes: "
@@ -179,7 +178,7 @@ class SqlCatalogLock:
             opts["connect_args"] = {"timeout": SQLITE_BUSY_TIMEOUT_SECONDS}
         else:
             opts.update(pool_size=2, max_overflow=8, pool_recycle=1800,
-                        connect_args={"connect_timeout": CONNECT_TIMEOUT_SECONDS})
+                        connect_args=connect_args(self.url, CONNECT_TIMEOUT_SECONDS))
         opts.update(self.engine_options)
         engine = create_engine(self.url, **opts)
         if self.dialect == "sqlite":
@@ -348,19 +347,29 @@ class SqlCatalogLock:
             backoff = min(cap, backoff * 2)
 
     def _try_insert(self, conn: _Connection, lock_id: str, owner: str) -> bool:
+        """Insert our row: True if it landed, False if another owner holds ``lock_id``.
+
+        Contention is recognised the same way on every driver: the insert is refused
+        (IntegrityError, the DB-API's class for SQLSTATE class 23) *and* a row for
+        ``lock_id`` exists when we look. Drivers spell the duplicate-key code each their own
+        way (psycopg's ``sqlstate``, psycopg2's ``pgcode``, pg8000's ``args[0]["C"]``, MySQL's
+        1062), so none of them is read. A refusal with no row behind it is either a holder
+        that released in between (the insert is tried again) or not contention at all (a
+        NOT NULL or malformed table), which is raised after ``_ATTEMPTS`` tries."""
         params = {"lock_id": lock_id, "owner": owner, "expire": self.expire_seconds}
-        for attempt in range(3):
+        for attempt in range(_ATTEMPTS):
             try:
                 conn.execute(self._insert, params)
                 return True
-            except IntegrityError as e:
-                if not is_duplicate_key(self.dialect, e):
+            except IntegrityError:
+                if self._holder(conn, lock_id) is not None:
+                    return False
+                if attempt == _ATTEMPTS - 1:
                     raise
-                return False
             except DBAPIError as e:
                 # The server dropped the connection mid-statement: the insert may have landed.
                 # Our owner token is unique, so the row tells us; otherwise try again.
-                if not _invalidated(e) or attempt == 2:
+                if not _invalidated(e) or attempt == _ATTEMPTS - 1:
                     raise
                 held = self._holder(conn, lock_id)
                 if held is not None:

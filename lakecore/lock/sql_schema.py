@@ -20,7 +20,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import BigInteger, Column, DateTime, MetaData, String, Table
-from sqlalchemy.exc import IntegrityError
 
 TABLE_NAME = "paimon_distributed_locks"  # JdbcUtils.DISTRIBUTED_LOCKS_TABLE_NAME
 OWNER_COLUMN = "lock_owner"
@@ -145,20 +144,6 @@ class LockHolder:
 
 def utc_millis(millis: int) -> datetime:
     return datetime.fromtimestamp(millis / 1000, tz=UTC)
-
-
-def is_duplicate_key(dialect: str, err: IntegrityError) -> bool:
-    """Whether ``err`` is a primary-key violation (the only contention signal)."""
-    orig = err.orig
-    if dialect == "postgresql":
-        return getattr(orig, "sqlstate", None) == "23505"  # unique_violation
-    if dialect in ("mysql", "mariadb"):
-        args: tuple[Any, ...] = getattr(orig, "args", ())
-        return len(args) > 0 and args[0] == 1062  # ER_DUP_ENTRY
-    name = getattr(orig, "sqlite_errorname", None)
-    if name is not None:
-        return name in ("SQLITE_CONSTRAINT_PRIMARYKEY", "SQLITE_CONSTRAINT_UNIQUE")
-    return "UNIQUE constraint failed" in str(orig)
 
 
 def sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

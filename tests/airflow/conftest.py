@@ -12,7 +12,6 @@ parsing, ``dag.test()``, the api-server) runs in a subprocess with its own envir
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -22,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.databases import POSTGRESQL, database_url, unavailable
+
 REPO = Path(__file__).resolve().parents[2]
 PLUGINS = REPO / "plugins"
 if str(PLUGINS) not in sys.path:
     sys.path.insert(0, str(PLUGINS))
 
-PG_ENV = "LAKECORE_TEST_PG_URL"
 SQLITE_CONN = "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"
 _template: dict[str, Path] = {}  # "dir": the session's template directory, "db": once migrated
 
@@ -84,9 +84,7 @@ def spark_zip() -> Path:
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """A fresh PostgreSQL database (dropped afterwards) on the server of LAKECORE_TEST_PG_URL."""
-    url = os.environ.get(PG_ENV)
-    if not url:
-        pytest.skip(f"{PG_ENV} is not set (e.g. postgresql+psycopg://postgres@127.0.0.1/test)")
+    url = database_url(POSTGRESQL)
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
@@ -97,7 +95,7 @@ def pg_database() -> Iterator[str]:
             c.execute(text(f'CREATE DATABASE "{name}"'))
     except Exception as e:  # no CREATE DATABASE right: say so rather than pollute `test`
         admin.dispose()
-        pytest.skip(f"cannot create a PostgreSQL database on {PG_ENV}: {type(e).__name__}")
+        unavailable(POSTGRESQL, f"cannot create a database on {url}: {type(e).__name__}: {e}")
     try:
         yield make_url(url).set(database=name).render_as_string(hide_password=False)
     finally:

@@ -18,6 +18,7 @@ from lakecore.spark import read_table
 from lakecore.spark.ingest import IngestRequest, default_commit_user, ingest_dataframe
 from lakecore.spark.sources import SourceFormat, load_source
 from tests.compat.pypaimon_runner import canonical, paimon_available, paimon_read
+from tests.databases import POSTGRESQL, database_url
 from tests.spark import helpers as h
 from tests.spark import submit
 
@@ -145,11 +146,10 @@ def _seconds(n: float):
     return timedelta(seconds=n)
 
 
+@pytest.mark.database(POSTGRESQL)
 def test_two_ingests_and_a_compaction_at_once_with_the_postgres_lock(
         zip_path, warehouse, tmp_path):
-    url = os.environ.get("LAKECORE_TEST_PG_URL")
-    if not url:
-        pytest.skip("LAKECORE_TEST_PG_URL is not set: no PostgreSQL for the catalog lock")
+    url = database_url(POSTGRESQL)
     lock = ["--catalog-option", "lock.enabled=true", "--catalog-option", f"lock.uri={url}",
             "--catalog-option", f"catalog-key=spark-{uuid.uuid4().hex[:12]}"]
     table = h.create(warehouse)
