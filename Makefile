@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 QUIET_PIP := grep -v '^WARNING: Location' || true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint unit bench clean venv paimon-venv moto-venv browser soak services
+.PHONY: demo test lint unit bench clean venv paimon-venv moto-venv browser soak services java-oracle
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -63,7 +63,17 @@ browser:
 services:
 	@bash .ci/services >/dev/null
 
-test: venv paimon-venv moto-venv lint browser dist/lakecore.zip
+# Java Paimon, the reference implementation, as a test-only JVM driver (tests/javapaimon): one
+# runnable jar built by Maven (Java 17); the first build resolves Paimon and Hadoop's client
+# jars into ~/.m2 (~130 MB), later ones are offline. Rebuilt only when its sources change.
+JAVA_ORACLE := tests/javapaimon/target/paimon-oracle.jar
+java-oracle: $(JAVA_ORACLE)
+
+$(JAVA_ORACLE): tests/javapaimon/pom.xml $(shell find tests/javapaimon/src -name '*.java')
+	mvn -q -B -f tests/javapaimon/pom.xml package -DskipTests
+	@test -f $@
+
+test: venv paimon-venv moto-venv lint browser dist/lakecore.zip $(JAVA_ORACLE)
 	$(PY) -m pytest -q --durations=25
 
 # The real pipeline through Airflow (dag.test) on its embedded default: SQLite metadata DB,

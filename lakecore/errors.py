@@ -98,9 +98,14 @@ class CommitConflictError(CommitError):
 
 
 class ConcurrentDeleteConflict(CommitConflictError):
-    """The commit deletes a file that is no longer live (another commit removed it first)."""
+    """The commit deletes a file that is no longer live (another commit removed it first).
+    ``partitions``: the partitions (BinaryRow bytes) of those files."""
 
     kind = "file deletion"
+
+    def __init__(self, message: str, *, partitions: tuple[bytes, ...] = ()) -> None:
+        super().__init__(message)
+        self.partitions = partitions
 
 
 class BucketCountConflict(CommitConflictError):
@@ -144,6 +149,20 @@ class FileAlreadyAddedConflict(CommitConflictError):
     def __init__(self, message: str, *, files: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.files = files
+
+
+class UnsortedCommittablesError(CommitError, ValueError):
+    """Committables handed to ``filter_committed`` are not in strictly increasing identifier
+    order (Paimon: "Committables must be sorted according to identifiers before
+    filtering"): the rule that everything at or below the user's latest committed identifier
+    is committed would otherwise drop a committable that never landed. ``identifiers`` is
+    the order given; nothing was filtered or committed."""
+
+    def __init__(self, identifiers: tuple[int, ...]) -> None:
+        super().__init__(
+            "committables must be sorted by identifier (strictly increasing) before "
+            f"filtering, got {list(identifiers)}")
+        self.identifiers = identifiers
 
 
 class CommittableFilesMissingError(CommitError):

@@ -43,6 +43,7 @@ def check_deletes_live(
         raise ConcurrentDeleteConflict(
             f"commit user {commit_user!r} deletes {len(missing)} file(s) that are no longer live "
             f"(removed by commit user(s) {others}): {names}",
+            partitions=tuple(sorted({e.partition for e in missing})),
         )
 
 

@@ -39,6 +39,7 @@ import random
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from lakecore.commit.message import CommitMessage
@@ -58,11 +59,14 @@ from lakecore.errors import (
     CommitRetryableError,
     CommittableFilesMissingError,
     CommitTimeoutError,
+    ConcurrentDeleteConflict,
     CorruptFileError,
     FileAlreadyAddedConflict,
     LakecoreError,
     LakecoreValidationError,
+    PartitionExpiredError,
     SnapshotNotExistError,
+    UnsortedCommittablesError,
 )
 from lakecore.format.binary_row import decode_row
 from lakecore.format.index_manifest import IndexManifestEntry
@@ -94,6 +98,19 @@ class CommitResult:
     dropped_reason: str | None = None
 
 
+
+def retry_wait_seconds(min_wait: timedelta, max_wait: timedelta, retry_count: int,
+                       rng: random.Random) -> float:
+    """Paimon's ``RetryWaiter.retryWait``: before retry ``retry_count`` (0 for the first),
+    ``min(commit.min-retry-wait * 2^retry_count, commit.max-retry-wait)`` in whole
+    milliseconds, plus a jitter of ``[0, max(1, 20 %))`` milliseconds: a wait in
+    ``[base, 1.2 x base)``, never shorter than the base."""
+    lo_ms = min_wait // timedelta(milliseconds=1)
+    hi_ms = max_wait // timedelta(milliseconds=1)
+    wait_ms = int(min(lo_ms * 2.0 ** retry_count, hi_ms))
+    wait_ms += rng.randrange(max(1, int(wait_ms * 0.2)))
+    return wait_ms / 1000
+
 class FileStoreCommit:
     """The single committer: APPEND/COMPACT/OVERWRITE snapshots with conflict checks and retries."""
 
@@ -104,6 +121,7 @@ class FileStoreCommit:
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
         fresh_user: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
         self.table = table
         self.commit_user = commit_user
@@ -113,6 +131,7 @@ class FileStoreCommit:
         self._first_base_id: int | None = None
         self.users = CommitUserIndex(table.file_io, table.table_path)
         self.clock, self.sleep = clock, sleep
+        self.rng = rng or random.Random()
         self.sm = table.snapshot_manager
         self.mio = table.manifest_io()
         # the snapshot a compaction or overwrite was planned on; names the conflicting users
@@ -175,7 +194,11 @@ class FileStoreCommit:
         return latest is not None and identifier <= latest
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
-        """The identifiers among ``identifiers`` that are not committed yet."""
+        """The identifiers among ``identifiers`` that are not committed yet. They must be
+        strictly increasing, as Paimon's ``filterCommitted`` checks (else
+        ``UnsortedCommittablesError``); ``filter_and_commit`` sorts them itself."""
+        if any(b <= a for a, b in zip(identifiers, identifiers[1:])):
+            raise UnsortedCommittablesError(tuple(identifiers))
         latest = self.latest_committed_identifier()
         return [i for i in identifiers if latest is None or i > latest]
 
@@ -285,7 +308,9 @@ class FileStoreCommit:
                 ids.append(self._try_commit(CommitKind.COMPACT, lambda live: compact,
                                             compact_log, identifier, properties,
                                             compact_index))
-            except CommitConflictError as e:
+            except (CommitConflictError, PartitionExpiredError) as e:
+                # (PartitionExpiredError: the compaction's inputs went with a partition that
+                # expired after the APPEND; see _expired_partitions_named)
                 if not ids:
                     raise  # a compaction-only commit (dedicated compaction): its conflict
                 # the data landed; only the inline compaction lost the race: drop it
@@ -473,10 +498,9 @@ class FileStoreCommit:
                         f"commit by {self.commit_user!r} gave up after {attempt} attempts "
                         f"({elapsed:.1f} s): {e}"
                     ) from e
-                lo = opts.commit_min_retry_wait.total_seconds()
-                hi = opts.commit_max_retry_wait.total_seconds()
-                wait = min(hi, lo * (2 ** (attempt - 1)))
-                self.sleep(wait * (0.5 + random.random() / 2))
+                self.sleep(retry_wait_seconds(opts.commit_min_retry_wait,
+                                              opts.commit_max_retry_wait, attempt - 1,
+                                              self.rng))
 
     def _try_commit_once(
         self,
@@ -527,7 +551,19 @@ class FileStoreCommit:
             entries = mio.read_index_manifest(latest.index_manifest)
             if needs_previous_index(kind, index_changes, latest):
                 previous_index = entries
-        plan = plan_commit(
+        with self._expired_partitions_named():
+            plan = self._plan(kind, changes, live, latest, changelog, identifier, properties,
+                              index_changes, previous_index, overwrite_matches, probe)
+        return self._write_and_publish(plan, latest, prev_base + prev_delta, base_entries)
+
+    def _plan(self, kind: CommitKind, changes: list[ManifestEntry],
+              live: Mapping[tuple, ManifestEntry], latest: Snapshot | None,
+              changelog: list[ManifestEntry], identifier: int,
+              properties: dict[str, str] | None, index_changes: Sequence[IndexManifestEntry],
+              previous_index: list[IndexManifestEntry] | None,
+              overwrite_matches: Callable[[bytes], bool] | None,
+              probe: Sequence[ManifestEntry]) -> CommitPlan:
+        return plan_commit(
             kind, changes, live, latest,
             commit_user=self.commit_user,
             commit_identifier=identifier,
@@ -544,7 +580,32 @@ class FileStoreCommit:
             partition_label=self._partition_label,
             committed_probe=probe,
         )
-        return self._write_and_publish(plan, latest, prev_base + prev_delta, base_entries)
+
+    @contextlib.contextmanager
+    def _expired_partitions_named(self) -> Iterator[None]:
+        """Paimon's ``checkConflictForPartitionExpire``: a commit that deletes files no longer
+        live, all of them in partitions that expired (dropped by partition expiry, or past the
+        ``values-time`` cut-off), gets ``PartitionExpiredError`` naming them instead of a
+        file deletion conflict: those files went with their partition, and retrying the
+        commit can never succeed."""
+        try:
+            yield
+        except ConcurrentDeleteConflict as e:
+            decode = self.table.partition_codec.decode
+            partitions = [tuple(decode(p)) for p in e.partitions]
+            if not partitions or not self.table.partition_keys:
+                raise
+            for p in partitions:
+                try:
+                    check_not_expired(self.table, [p])
+                except PartitionExpiredError:
+                    continue
+                raise  # a partition that did not expire: the conflict stands
+            try:
+                check_not_expired(self.table, partitions)
+            except PartitionExpiredError as expired:
+                raise expired from e
+            raise
 
     def _write_and_publish(
         self,

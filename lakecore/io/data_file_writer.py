@@ -164,14 +164,14 @@ class RollingFileWriter:
         # numbers) are written without a dictionary: building one costs more than the whole
         # encoding of a small file and saves nothing. Of the others, the ones whose first rows
         # encode smaller with a dictionary keep it (parquet-mr's rule, io/dictionary_choice;
-        # a choice serves the next files of this spec, partition and size), falling back to
-        # plain after 64 KiB.
+        # a choice serves the next files of this spec, partition, bucket and size), falling
+        # back to plain after 64 KiB.
         self._writer = pq.ParquetWriter(
             self._stream,
             self.spec.file_schema,
             compression=self.spec.compression,
             use_dictionary=self._fixed_dictionary + self.spec.dictionary_choices.choose(
-                (self.partition, first.num_rows.bit_length()),
+                (self.partition, self.bucket, first.num_rows.bit_length()),
                 lambda: dictionary_columns(first, self._measured_dictionary,
                                            DICTIONARY_PAGE_LIMIT)),
             dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
@@ -199,11 +199,11 @@ class RollingFileWriter:
     def _step(self, chunk: pa.Table) -> int:
         """Rows per row group: ``ROW_GROUP_ROWS``, fewer for wide rows, so that the size
         check runs at least every ~target bytes of input. Judged from a writer's first chunk
-        and shared like a dictionary choice: by the writers of the spec's next files in the
-        same partition (``nbytes`` of a sliced string column walks its offsets)."""
+        and shared like a dictionary choice: by the spec's next files in the same partition
+        and bucket (``nbytes`` of a sliced string column walks its offsets)."""
         if self._step_rows is None:
             self._step_rows = self.spec.row_group_rows.choose(
-                self.partition, lambda: self._rows_per_group(chunk))
+                (self.partition, self.bucket), lambda: self._rows_per_group(chunk))
         return self._step_rows
 
     def _rows_per_group(self, chunk: pa.Table) -> int:

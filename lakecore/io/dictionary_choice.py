@@ -39,12 +39,17 @@ T = TypeVar("T")
 
 class SharedChoices(Generic[T]):
     """Judgments shared by the files one writer spec writes (one ``TableWrite``, one
-    compaction): the buckets of a partition are a hash partition of the same rows, so a file
-    of about the same size (the same power of two of rows) in the same partition would be
-    judged the same. Each judgment serves ``CHOICE_REUSES`` more files, then is made again
-    from the file at hand, so a writer that lives long follows its data. Thread-safe: the
-    buckets of one write open their files side by side. Values are handed out as they are:
-    a caller must not change one (``DictionaryChoices`` hands out copies)."""
+    compaction) under one key: a file of about the same size (the same power of two of rows)
+    in the same partition and bucket would be judged the same. Each judgment serves
+    ``CHOICE_REUSES`` more files, then is made again from the file at hand, so a writer that
+    lives long follows its data.
+
+    Callers key by bucket: the buckets of one write encode side by side on several threads,
+    and a judgment shared across buckets came from whichever bucket's thread asked first, so
+    the same rows could be written with other encodings, hence other file sizes, from one run
+    to the next; compaction picks read file sizes, so a table's history was not a function of
+    its writes (issue 36). Thread-safe. Values are handed out as they are: a caller must not
+    change one (``DictionaryChoices`` hands out copies)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -173,7 +173,8 @@ class StreamTableCommit:
         return result
 
     def filter_committed(self, identifiers: Sequence[int]) -> list[int]:
-        """Paimon's ``filterCommitted``: the identifiers above the user's latest committed."""
+        """Paimon's ``filterCommitted``: the identifiers above the user's latest committed.
+        ``identifiers`` must be strictly increasing (``UnsortedCommittablesError``)."""
         return self._commit.filter_committed(identifiers)
 
     def filter_and_commit(self, committables: Mapping[int, Sequence[CommitMessage]]) -> int:

@@ -17,9 +17,14 @@ from lakecore.commit.message import CommitMessage
 from lakecore.errors import (
     BucketCountConflict,
     CommittableFilesMissingError,
+    CommitTimeoutError,
+    ConcurrentDeleteConflict,
     FileAlreadyAddedConflict,
+    PartitionExpiredError,
+    UnsortedCommittablesError,
 )
 from lakecore.format.manifest import FileKind
+from lakecore.maintenance import expire_partitions
 from lakecore.maintenance.retention import ExpireConfig
 from lakecore.store.commit_users import CommitUserIndex
 from lakecore.table import FileStoreTable
@@ -317,3 +322,108 @@ def test_transient_io_error_on_the_snapshot_write_is_retried(tmp_path, monkeypat
     assert rows(t) == {1: 1, 2: 2}
     write(t, data([3], "a", 3))  # the next commit builds on it
     assert rows(t) == {1: 1, 2: 2, 3: 3}
+
+
+# -- issue 35's small differences --------------------------------------------------------------
+def test_retry_waits_are_paimons_base_to_1_2x_base() -> None:
+    """Paimon's RetryWaiter.retryWait(retryCount): min(min-wait * 2^retryCount, max-wait) ms
+    plus a jitter in [0, max(1, 20 %)) ms. Bases for 10 ms / 200 ms, written out."""
+    import random
+
+    from lakecore.commit.file_store_commit import retry_wait_seconds
+
+    bases = [0.010, 0.020, 0.040, 0.080, 0.160, 0.200, 0.200]
+    # the jitter is nextInt(max(1, (int) (base_ms * 0.2))) whole milliseconds
+    tops = [0.011, 0.023, 0.047, 0.095, 0.191, 0.239, 0.239]
+    rng = random.Random(7)
+    for count, (base, top) in enumerate(zip(bases, tops, strict=True)):
+        waits = [retry_wait_seconds(timedelta(milliseconds=10), timedelta(milliseconds=200),
+                                    count, rng) for _ in range(400)]
+        assert all(base <= w < base * 1.2 for w in waits), (count, min(waits), max(waits))
+        assert min(waits) == base  # the jitter starts at 0 ms
+        assert max(waits) == pytest.approx(top)  # ...and spreads over the 20 %
+    # a base below 5 ms still gets Paimon's jitter of nextInt(1) = 0 ms: exactly the base
+    assert retry_wait_seconds(timedelta(milliseconds=3), timedelta(seconds=1), 0, rng) == 0.003
+
+
+def test_a_lost_race_waits_paimons_backoff_between_attempts(tmp_path) -> None:
+    t = table(tmp_path, **{"commit.max-retries": "3", "commit.min-retry-wait": "10 ms",
+                           "commit.max-retry-wait": "30 ms"})
+    wb = t.new_batch_write_builder()
+    w = wb.new_write()
+    w.write_arrow(data([1], "a", 1))
+    waits: list[float] = []
+    commit = FileStoreCommit(t, "racer", sleep=waits.append)
+    commit._publish = lambda latest, snapshot: False  # another committer always wins
+    with pytest.raises(CommitTimeoutError, match="4 attempts"):
+        commit.commit(w.prepare_commit())
+    # three waits before the second, third and fourth attempts: 10, 20, then 30 (the cap) ms
+    assert len(waits) == 3
+    for got, base in zip(waits, (0.010, 0.020, 0.030), strict=True):
+        assert base <= got < base * 1.2
+
+
+def test_unsorted_committables_are_refused_before_filtering(tmp_path) -> None:
+    """Paimon's FileStoreCommitImpl.filterCommitted: "Committables must be sorted according
+    to identifiers before filtering" (identifiers strictly increasing)."""
+    t = table(tmp_path)
+    commit = t.new_stream_write_builder().with_commit_user("u").new_commit()
+    assert commit.filter_committed([1, 2, 5]) == [1, 2, 5]
+    for bad in ([2, 1], [1, 3, 3], [4, 1, 2]):
+        with pytest.raises(UnsortedCommittablesError, match="must be sorted") as err:
+            commit.filter_committed(bad)
+        assert err.value.identifiers == tuple(bad)
+    # filter_and_commit takes a mapping and sorts it itself, as Paimon's filterAndCommit does
+    w = t.new_stream_write_builder().with_commit_user("u").new_write()
+    w.write_arrow(data([1], "a", 1))
+    m2 = w.prepare_commit(2)
+    w.write_arrow(data([2], "a", 2))
+    m5 = w.prepare_commit(5)
+    assert commit.filter_and_commit({5: m5, 2: m2}) == 2
+    assert [s.commit_identifier for s in t.snapshot_manager.snapshots()] == [2, 5]
+
+
+def _delete_only(t: FileStoreTable, dt: str) -> list[CommitMessage]:
+    """A compaction's message that removes the live files of ``dt`` and writes nothing."""
+    snap = t.snapshot_manager.latest()
+    assert snap is not None
+    mio = t.manifest_io()
+    live = [e for e in mio.read_entries(mio.read_manifest_list(snap.base_manifest_list)
+                                        + mio.read_manifest_list(snap.delta_manifest_list))
+            if e.kind is FileKind.ADD]
+    files = tuple(e.file for e in live if t.partition_codec.decode(e.partition) == (dt,))
+    assert files
+    return [CommitMessage((dt,), 0, 1, compact_before=files)]
+
+
+def test_a_delete_only_commit_into_an_expired_partition_names_the_expiry(tmp_path) -> None:
+    """Paimon's ConflictDetection.checkConflictForPartitionExpire: when every file a commit
+    deletes that is no longer live lies in an expired partition, the error says the partition
+    expired ("You are writing data to expired partitions ..."), not "File deletion
+    conflicts"; the table is left as it was."""
+    t = table(tmp_path, **{"write-only": "true", "partition.expiration-time": "2 d",
+                           "partition.timestamp-formatter": "yyyyMMdd"})
+    write(t, data([1, 2], "20230101", 1))
+    write(t, data([3], "20230105", 1))
+    stale = _delete_only(t, "20230101")  # planned before the expiry
+    expire_partitions(t, now=datetime(2023, 1, 5), dry_run=False)
+    before = t.snapshot_manager.latest_id()
+    with pytest.raises(PartitionExpiredError, match="20230101") as err:
+        FileStoreCommit(t, "compactor").commit(stale)
+    assert isinstance(err.value.__cause__, ConcurrentDeleteConflict)
+    assert t.snapshot_manager.latest_id() == before
+    assert rows(t) == {3: 1}
+
+
+def test_a_delete_conflict_in_a_live_partition_stays_a_conflict(tmp_path) -> None:
+    """The same lost race in a partition within the retention (today's) is a file deletion
+    conflict, as in Paimon: only all-expired deletes are reported as expiry."""
+    today = datetime.now().strftime("%Y%m%d")
+    t = table(tmp_path, **{"write-only": "true", "partition.expiration-time": "2 d",
+                           "partition.timestamp-formatter": "yyyyMMdd"})
+    write(t, data([3], today, 1))
+    stale = _delete_only(t, today)
+    write(t, data([3], today, 2), overwrite={"dt": today})  # its files replaced meanwhile
+    with pytest.raises(ConcurrentDeleteConflict):
+        FileStoreCommit(t, "compactor").commit(stale)
+    assert rows(t) == {3: 2}

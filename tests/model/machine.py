@@ -372,8 +372,9 @@ class ModelMachine(RuleBasedStateMachine):
         below the user's latest committed identifier counts as committed, also once its
         snapshots expired and its files were compacted away. Expected: nothing commits, no
         file is deleted."""
-        picked = data.draw(st.lists(st.sampled_from(sorted(self.committables)), min_size=1,
-                                    max_size=3, unique=True), label="replayed identifiers")
+        picked = sorted(data.draw(st.lists(st.sampled_from(sorted(self.committables)),
+                                           min_size=1, max_size=3, unique=True),
+                                  label="replayed identifiers"))
         latest, files = self.table.snapshot_manager.latest_id(), data_files(self.table)
         commit = self.table.new_stream_write_builder().with_commit_user(STREAM_USER).new_commit()
         assert commit.filter_committed(picked) == []
@@ -758,3 +759,25 @@ def cleanup_base() -> None:
     for b in _BASE:
         shutil.rmtree(Path(b), ignore_errors=True)
     _BASE.clear()
+
+
+def machine_for(config: TableConfig,
+                histories: list[list[tuple]] | None = None) -> type[ModelMachine]:
+    """The machine on one table kind: ``create`` uses ``config`` instead of drawing one. With
+    ``histories``, each finished example appends its table's history (``history.py``)."""
+    from tests.model.history import table_history
+
+    class OneKind(ModelMachine):
+        @initialize(data=st.data())
+        @counted("create table and write")
+        def create(self, data: st.DataObject) -> None:  # type: ignore[override]
+            ModelMachine.create.__wrapped__(self, config, data)  # type: ignore[attr-defined]
+
+        def teardown(self) -> None:
+            if self.model is None:
+                return
+            super().teardown()  # the final full compaction is part of the history
+            if histories is not None:
+                histories.append(table_history(self.table))
+
+    return OneKind
