@@ -32,7 +32,13 @@ from lakecore.options.parse import (
     parse_memory_size,
     parse_stats_mode,
 )
-from lakecore.options.registry import KEYED_OPTIONS, PartitionMarkDoneAction, resolve_key
+from lakecore.options.registry import (
+    KEYED_OPTIONS,
+    IncrementalBetweenScanMode,
+    PartitionMarkDoneAction,
+    SortOrder,
+    resolve_key,
+)
 
 PAIMON_PYTHON = Path(
     os.environ.get("LAKECORE_PAIMON_PYTHON")
@@ -254,6 +260,9 @@ PAIMON_DEFAULTS: dict[str, Any] = {
     "deletion-vectors.merge-on-read": False,
     "compaction.delete-ratio-threshold": 0.2,
     "index-file-in-data-file-dir": False,
+    "sequence.field.sort-order": SortOrder.ASCENDING,
+    "incremental-between-scan-mode": IncrementalBetweenScanMode.AUTO,
+    "incremental-between-tag-to-snapshot": False,
 }
 NO_DEFAULT = [
     "bucket-key", "sequence.field", "rowkind.field", "fields.default-aggregate-function",
@@ -265,6 +274,7 @@ NO_DEFAULT = [
     "scan.snapshot-id", "scan.timestamp-millis", "scan.tag-name", "incremental-between", "path",
     "postpone.target-row-num-per-bucket", "dynamic-bucket.initial-buckets",
     "dynamic-bucket.assigner-parallelism", "consumer.expiration-time",
+    "partial-update.remove-record-on-sequence-group",
 ]
 
 
@@ -275,6 +285,7 @@ def test_registry_covers_exactly_the_supported_keys() -> None:
         "fields.<name>.aggregate-function",
         "fields.<name>.ignore-retract",
         "fields.<name>.list-agg-delimiter",
+        "fields.<name>.sequence-group",
     }
     assert set(keys) == expected
     assert all(o.description for o in OPTIONS)
@@ -456,7 +467,20 @@ REJECTIONS: list[tuple[dict[str, str], str, str]] = [
     ({"merge.engine": "deduplicate"}, "merge.engine", "did you mean 'merge-engine'"),
     ({"fields.v.agregate-function": "sum"}, "fields.v.agregate-function",
      "did you mean 'fields.v.aggregate-function'"),
-    ({"fields.v.sequence-group": "n"}, "fields.v.sequence-group", "unknown option"),
+    ({"fields.v.sequence-group": "n"}, "fields.v.sequence-group",
+     "only applies with merge-engine 'partial-update'"),
+    ({"fields.v.sequence-group": "nope", "merge-engine": "partial-update"},
+     "fields.v.sequence-group", "['nope'] not in the table"),
+    ({"fields.v,nope.sequence-group": "n", "merge-engine": "partial-update"},
+     "fields.v,nope.sequence-group", "'nope' is not in the table"),
+    ({"fields.v.sequence-group": "n", "fields.s.sequence-group": "n",
+      "merge-engine": "partial-update"}, "fields.v.sequence-group",
+     "defined repeatedly by multiple groups"),
+    ({"partial-update.remove-record-on-sequence-group": "n", "merge-engine": "partial-update",
+      "fields.v.sequence-group": "s"}, "partial-update.remove-record-on-sequence-group",
+     "must be sequence fields"),
+    ({"sequence.field.sort-order": "descending"}, "sequence.field.sort-order",
+     "needs a 'sequence.field'"),
     ({"zzz": "1"}, "zzz", "unknown option"),
     ({"bucket": "0"}, "bucket", "number of buckets >= 1"),
     ({"bucket": "-3"}, "bucket", "number of buckets >= 1"),
@@ -518,7 +542,10 @@ REJECTIONS: list[tuple[dict[str, str], str, str]] = [
     ({"fields.default-aggregate-function": "sum"}, "fields.default-aggregate-function",
      "merge-engine 'aggregation'"),
     ({"fields.v.aggregate-function": "sum", "merge-engine": "partial-update"},
-     "fields.v.aggregate-function", "sequence groups"),
+     "fields.v.aggregate-function", "only inside a sequence group"),
+    ({"fields.v.aggregate-function": "sum", "merge-engine": "partial-update",
+      "fields.n.sequence-group": "s"}, "fields.v.aggregate-function",
+     "only inside a sequence group"),
     ({"fields.v.ignore-retract": "true", "merge-engine": "aggregation",
       "aggregation.remove-record-on-delete": "true"}, "fields.v.ignore-retract", "conflicts"),
     ({"merge-engine": "first-row", "changelog-producer": "input"}, "changelog-producer",

@@ -163,10 +163,13 @@ def combine_index_entries(
 def _to_avro(e: IndexManifestEntry) -> dict[str, Any]:
     f = e.index_file
     ranges = None
-    if f.dv_ranges:
+    # A deletion-vector index file always has a list, empty when Java's compaction left no
+    # vector in it ([] read back as [], never as null: Java's DeletionVectorsIndexFile
+    # dereferences it); other index types (HASH) have none.
+    if f.dv_ranges is not None or f.index_type == DELETION_VECTORS_INDEX:
         ranges = [
             {"f0": r.data_file_name, "f1": r.offset, "f2": r.length, "_CARDINALITY": r.cardinality}
-            for r in f.dv_ranges.values()
+            for r in (f.dv_ranges or {}).values()
         ]
     return {
         "_VERSION": INDEX_ENTRY_VERSION,
@@ -186,7 +189,7 @@ def _to_avro(e: IndexManifestEntry) -> dict[str, Any]:
 def _from_avro(r: dict[str, Any]) -> IndexManifestEntry:
     ranges = r.get("_DELETIONS_VECTORS_RANGES")
     dv = None
-    if ranges:
+    if ranges is not None:  # [] (an index file without vectors) stays an empty mapping
         dv = {
             x["f0"]: DeletionVectorRange(x["f0"], int(x["f1"]), int(x["f2"]), x.get("_CARDINALITY"))
             for x in ranges

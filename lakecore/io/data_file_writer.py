@@ -32,6 +32,8 @@ from lakecore.format.manifest import DataFileMeta, FileSource, creation_time_fro
 from lakecore.format.stats import EMPTY_STATS
 from lakecore.io.dictionary_choice import DictionaryChoices, SharedChoices, dictionary_columns
 from lakecore.io.footer_stats import footer_stats, leaf_columns
+from lakecore.io.parquet_footer import HoldingSink, arrow_schema_value, patch_footer
+from lakecore.io.parquet_layout import ParquetLayout, parquet_layout
 from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
 from lakecore.schema.types import DataField
@@ -55,6 +57,8 @@ class _PartStats:
     deletes: int = 0
     first_key: tuple | None = None
     last_key: tuple | None = None
+    # the statistics of the columns the footer has none for (INT96 timestamps: ``_int96``)
+    measured: ChunkStats | None = None
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,11 @@ class FileWriterSpec:
     @property
     def is_kv(self) -> bool:
         return bool(self.key_fields)
+
+    @property
+    def layout(self) -> ParquetLayout:
+        """The Parquet types the files get: Paimon's (``parquet_layout``)."""
+        return parquet_layout(self.file_schema)
 
     @property
     def dictionary_columns(self) -> list[str]:
@@ -119,9 +128,20 @@ class RollingFileWriter:
         self._next_seq = first_sequence  # append tables: one sequence number per row
         self._writer: pq.ParquetWriter | None = None
         self._stream: pa.NativeFile | None = None
+        self._sink: HoldingSink | None = None  # files with INT96 columns: footer rewritten
         self._in_flight: Future[None] | None = None
         self._name = ""
         self._path = ""
+        self._layout = spec.layout
+        # the type of each statistics column, and those the footer has no statistics for
+        # (INT96 timestamps: measured from the rows, ``_measure``)
+        self._types = {f.name: f.type for f in spec.value_fields}
+        self._types.update((KEY_PREFIX + f.name, f.type) for f in spec.key_fields)
+        int96 = set(self._layout.int96_columns)
+        self._int96 = [n for n in (*(KEY_PREFIX + f.name for f in spec.key_fields),
+                                   *(f.name for f in spec.value_fields)) if n in int96]
+        self._int96_measure = StatsCollector(self._int96, [self._types[n] for n in self._int96],
+                                             StatsMode("full"))
         self._reset_file_state()
         self.results: list[DataFileMeta] = []
         self.written_paths: list[str] = []
@@ -144,6 +164,8 @@ class RollingFileWriter:
             None if len(atomic) == len(self.spec.value_fields) else tuple(f.name for f in atomic)
         )
         self._value_stats = StatsCollector([f.name for f in atomic], [f.type for f in atomic], mode)
+        self._int96_stats = StatsCollector(self._int96, [self._types[n] for n in self._int96],
+                                           StatsMode("full"))
         self._rows = 0
         self._deletes = 0
         self._min_seq: int | None = None
@@ -160,16 +182,23 @@ class RollingFileWriter:
         self._path = self.paths.data_file_path(self.partition, self.bucket, self._name)
         self._stream = self.file_io.open_output_stream(self._path)
         self.written_paths.append(self._path)
+        layout = self._layout
+        self._sink = HoldingSink(self._stream) if layout.has_int96 else None
         # Columns unique within a file (the key, a single-field key's value column, sequence
         # numbers) are written without a dictionary: building one costs more than the whole
         # encoding of a small file and saves nothing. Of the others, the ones whose first rows
         # encode smaller with a dictionary keep it (parquet-mr's rule, io/dictionary_choice;
         # a choice serves the next files of this spec, partition, bucket and size), falling
-        # back to plain after 64 KiB.
+        # back to plain after 64 KiB. Every column gets Paimon's Parquet type (io/
+        # parquet_layout): DECIMAL(p <= 18) as INT32 / INT64 (Arrow's store_decimal_as_integer
+        # is Paimon's rule); TIMESTAMP(p > 6) as INT96, without statistics, its footer
+        # rewritten as the file closes (``_sink``, io/parquet_footer).
         self._writer = pq.ParquetWriter(
-            self._stream,
-            self.spec.file_schema,
+            self._sink if self._sink is not None else self._stream,
+            layout.schema,
             compression=self.spec.compression,
+            store_decimal_as_integer=layout.decimals_as_integers,
+            write_statistics=layout.statistics_columns(),
             use_dictionary=self._fixed_dictionary + self.spec.dictionary_choices.choose(
                 (self.partition, self.bucket, first.num_rows.bit_length()),
                 lambda: dictionary_columns(first, self._measured_dictionary,
@@ -245,7 +274,7 @@ class RollingFileWriter:
             if self._writer is None:
                 self._open(part)
             assert self._writer is not None and self._stream is not None
-            self._writer.write_table(part, step)
+            self._writer.write_table(self._layout.convert(part), step)
             maybe_crash(CrashStep.WRITE_MID_DATA_FILE)
             self._add(measured.result()[i])
             if self._stream.tell() >= self.spec.target_file_size:
@@ -254,8 +283,9 @@ class RollingFileWriter:
     def _measure(self, part: pa.Table) -> _PartStats:
         """What one part adds besides its column statistics: retractions and its first and
         last key (pure: runs on the caller's thread during encoding)."""
+        measured = self._int96_measure.measure(part) if self._int96 else None
         if not self.spec.is_kv:
-            return _PartStats(part.num_rows)
+            return _PartStats(part.num_rows, measured=measured)
         kinds = part.column(VALUE_KIND)
         kinds = kinds.chunk(0) if kinds.num_chunks == 1 else kinds.combine_chunks()
         # -U is 1 and -D is 3: the retractions are the odd kinds
@@ -263,11 +293,14 @@ class RollingFileWriter:
         names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
         return _PartStats(part.num_rows, deletes,
                           tuple(part.column(n)[0].as_py() for n in names),
-                          tuple(part.column(n)[part.num_rows - 1].as_py() for n in names))
+                          tuple(part.column(n)[part.num_rows - 1].as_py() for n in names),
+                          measured)
 
     def _add(self, m: _PartStats) -> None:
         """Fold a written part into the open file's metadata."""
         self._rows += m.rows
+        if m.measured is not None:
+            self._int96_stats.add(m.measured)
         if self.spec.is_kv:
             self._deletes += m.deletes
             if self._first_key is None:
@@ -282,14 +315,17 @@ class RollingFileWriter:
     def _fold_footer(self, metadata: pq.FileMetaData) -> None:
         """The file's column statistics and sequence range, from the footer Arrow wrote; a
         column the footer has no minimum/maximum for (``footer_stats``) is measured from the
-        written file."""
+        written file, an INT96 column (no footer statistics at all) from its rows."""
         names = [*self._key_stats.names, *self._value_stats.names]
         if self.spec.is_kv:
             names.append(SEQUENCE_NUMBER)
-        found = footer_stats(metadata, names, self._leaves)
+        int96 = set(self._int96)
+        found = footer_stats(metadata, [n for n in names if n not in int96], self._leaves)
         stats = found.stats
         if found.unknown:
             stats = self._measure_written(names, stats, found.unknown)
+        if int96:
+            stats = self._with_int96(names, stats)
         keys = len(self._key_stats.names)
         values = keys + len(self._value_stats.names)
         self._key_stats.add(ChunkStats(stats.nulls[:keys], stats.mins[:keys], stats.maxs[:keys]))
@@ -300,30 +336,57 @@ class RollingFileWriter:
 
     def _measure_written(self, names: list[str], stats: ChunkStats,
                          unknown: Sequence[str]) -> ChunkStats:
-        """``stats`` with the ``unknown`` columns measured from the written file."""
-        types = {f.name: f.type for f in (*self.spec.value_fields, *self.spec.key_fields)}
-        for f in self.spec.key_fields:
-            types[KEY_PREFIX + f.name] = f.type
+        """``stats`` (of ``names`` less the INT96 columns) with the ``unknown`` columns
+        measured from the written file."""
         with self.file_io.open_input_file(self._path) as src:
             rows = pq.ParquetFile(src).read(columns=list(unknown))
-        collector = StatsCollector(list(unknown), [types[n] for n in unknown],
+        collector = StatsCollector(list(unknown), [self._types[n] for n in unknown],
                                    StatsMode("full"))
         measured = collector.measure(rows)
         nulls, mins, maxs = list(stats.nulls), list(stats.mins), list(stats.maxs)
+        footer_names = [n for n in names if n not in set(self._int96)]
         for j, name in enumerate(unknown):
-            i = names.index(name)
+            i = footer_names.index(name)
             nulls[i], mins[i], maxs[i] = measured.nulls[j], measured.mins[j], measured.maxs[j]
+        return ChunkStats(nulls, mins, maxs)
+
+    def _with_int96(self, names: list[str], stats: ChunkStats) -> ChunkStats:
+        """The statistics of ``names``: ``stats`` (from the footer, of the other columns)
+        with the INT96 columns' measured from the file's rows."""
+        measured = self._int96_stats
+        at = {n: i for i, n in enumerate(measured.names)}
+        nulls, mins, maxs = [], [], []
+        footer = iter(range(len(stats.nulls)))
+        for name in names:
+            if name in at:
+                j = at[name]
+                nulls.append(measured.nulls[j])
+                mins.append(measured.mins[j])
+                maxs.append(measured.maxs[j])
+            else:
+                i = next(footer)
+                nulls.append(stats.nulls[i])
+                mins.append(stats.mins[i])
+                maxs.append(stats.maxs[i])
         return ChunkStats(nulls, mins, maxs)
 
     def _close_file(self) -> None:
         if self._writer is None:
             return
         assert self._stream is not None
-        self._writer.close()
+        if self._sink is not None:  # INT96 columns: the footer is rewritten as it is written
+            self._sink.hold()
+            self._writer.close()
+            layout = self._layout
+            self._sink.finish(lambda footer: patch_footer(
+                footer, layout.int96_leaves, arrow_schema_value(layout.file_schema)))
+        else:
+            self._writer.close()
         size = self._stream.tell()
         self._stream.close()  # the file exists now (an object store's upload completes)
+        # Arrow's view of the footer (INT96 columns as 12-byte binary without statistics)
         footer = self._writer.writer.metadata
-        self._writer, self._stream = None, None
+        self._writer, self._stream, self._sink = None, None, None
         self._fold_footer(footer)
         if self.spec.is_kv:
             key_types = [f.type for f in self.spec.key_fields]
@@ -386,7 +449,7 @@ class RollingFileWriter:
             finally:
                 assert self._stream is not None
                 self._stream.close()
-                self._writer, self._stream = None, None
+                self._writer, self._stream, self._sink = None, None, None
         for p in self.written_paths:
             self.file_io.delete_quietly(p)
         self.results = []

@@ -30,6 +30,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 import pyarrow as pa
 
+from lakecore.io.parquet_layout import INT96_BYTES, is_int96
+
 SAMPLE_ROWS = 512  # enough to see repeats of any dictionary that fits a 64 KiB page
 # A choice made for one file serves this many more files of the same writer spec, partition
 # and size class before the next file is sampled again.
@@ -193,15 +195,30 @@ def estimate_distinct(seen: int, sample: int, rows: int) -> int:
 
 
 def _fixed_width(kind: pa.DataType) -> int | None:
+    """A plain value's width in the file: its Parquet type's (``parquet_layout``), which is not
+    always the Arrow type's (DECIMAL(p <= 18) as INT32 / INT64, TIMESTAMP(p > 6) as 12-byte
+    INT96, TIME as INT32, BINARY(n) as a length-prefixed BYTE_ARRAY)."""
     if pa.types.is_boolean(kind) or pa.types.is_nested(kind) or pa.types.is_dictionary(kind):
         return None
     if pa.types.is_fixed_size_binary(kind):
-        return int(kind.byte_width)
+        return int(kind.byte_width) + 4
+    if pa.types.is_decimal(kind):
+        p = kind.precision
+        return 4 if p <= 9 else 8 if p <= 18 else _decimal_bytes(p)
+    if is_int96(kind):
+        return INT96_BYTES
+    if pa.types.is_time(kind):
+        return 4
     try:
         bits = kind.bit_width
     except ValueError:
         return None
     return bits // 8 if bits >= 8 else None
+
+
+def _decimal_bytes(precision: int) -> int:
+    """The fewest bytes of a two's-complement integer that holds ``precision`` digits."""
+    return (int(10 ** precision - 1).bit_length() + 1 + 7) // 8
 
 
 def _is_numpy_comparable(kind: pa.DataType) -> bool:

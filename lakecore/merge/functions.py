@@ -11,7 +11,9 @@ Semantics follow Paimon's Java classes (facts, re-expressed as group reductions)
   is an error (configure ``ignore-delete``).
 * partial-update (``PartialUpdateMergeFunction``): each column takes its last non-null value;
   result +I. A -U/-D is an error unless ``partial-update.remove-record-on-delete``, where a -D
-  resets the row (result -D when nothing is added after it) and -U is ignored.
+  resets the row (result -D when nothing is added after it) and -U is ignored. With sequence
+  groups (``fields.<s>.sequence-group``) a group's columns follow its own sequence, -U/-D
+  retract them, and every key of one record passes through: ``merge/groups.py``.
 * aggregation (``AggregateMergeFunction``): each column folds its field aggregator, -U/-D
   calling ``retract``; result +I. ``aggregation.remove-record-on-delete``: a -D resets the row
   and, when it is the last record, the result is that -D.
@@ -31,6 +33,7 @@ import pyarrow.compute as pc
 from lakecore.errors import MergeError
 from lakecore.format.kv import KEY_PREFIX, KV_SYSTEM_COLUMNS, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.merge.aggregates import Groups, RetractionError, aggregate
+from lakecore.merge.groups import GroupFieldError, merge_with_sequence_groups
 from lakecore.merge.sort import group_starts
 from lakecore.merge.spec import MergeSpec
 from lakecore.options import AggregateFunction, MergeEngine
@@ -100,6 +103,8 @@ def _first_row(
 def _partial_update(
     table: pa.Table, spec: MergeSpec, groups: Groups, kinds: np.ndarray, retract: np.ndarray
 ) -> _Result:
+    if spec.has_sequence_groups:
+        return _with_sequence_groups(table, spec, groups, kinds, retract)
     passthrough = _passthrough(groups, retract)
     live = ~passthrough[groups.gid]
     if not spec.remove_record_on_delete and (bad := retract & live).any():
@@ -107,7 +112,8 @@ def _partial_update(
         raise MergeError(
             f"partial-update can not accept delete records (key {_key_repr(table, spec, row)}, "
             f"{RowKind(int(kinds[row])).short_string}); configure 'ignore-delete' to ignore "
-            "them, or 'partial-update.remove-record-on-delete' to remove the whole row"
+            "them, 'partial-update.remove-record-on-delete' to remove the whole row, or "
+            "sequence groups to retract their columns"
         )
     if spec.remove_record_on_delete:
         live &= _after_last_delete(groups, kinds)
@@ -124,6 +130,25 @@ def _partial_update(
         passthrough, kinds[last], np.where(has_add, RowKind.INSERT, RowKind.DELETE)
     ).astype(np.int8)
     return _Result(rows=last, kinds=out_kinds, merged=merged, use_merged=~passthrough & has_add)
+
+
+def _with_sequence_groups(
+    table: pa.Table, spec: MergeSpec, groups: Groups, kinds: np.ndarray, retract: np.ndarray
+) -> _Result:
+    columns = {c: _arr(table, c) for c in _value_columns(table)}
+    try:
+        res = merge_with_sequence_groups(columns, spec, groups, kinds, retract)
+    except GroupFieldError as e:
+        err = e.error
+        hint = (f"; configure 'fields.{e.column}.ignore-retract'='true' to ignore retractions"
+                if err.retraction else "")
+        raise MergeError(
+            f"aggregate function {err.func.value!r} of field {e.column!r} in a sequence group "
+            f"{err.reason} (key {_key_repr(table, spec, err.row)}, "
+            f"{RowKind(int(kinds[err.row])).short_string}){hint}"
+        ) from None
+    return _Result(rows=groups.ends - 1, kinds=res.kinds, merged=res.merged,
+                   use_merged=res.use_merged)
 
 
 def _aggregation(

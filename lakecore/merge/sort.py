@@ -1,8 +1,12 @@
 """Order KV records the way Paimon's merge readers see them, and find where each key starts.
 
 Paimon merges records of one key in (user sequence fields, ``_SEQUENCE_NUMBER``) order, keys
-ascending with nulls first. The common shapes get numpy fast paths because sorting is the
-largest cost of a flush: integer-like keys that pack into one ``uint64`` per row are sorted
+ascending with nulls first. ``sequence.field.sort-order = descending`` reverses the order of the
+sequence fields' values (nulls still first, ``_SEQUENCE_NUMBER`` still ascending), as Paimon's
+comparators do (its write buffer since 2.0: apache/paimon#7684; 1.4 sorted it ascending).
+
+The common shapes get numpy fast paths because sorting is the largest cost of a flush:
+integer-like keys that pack into one ``uint64`` per row are sorted
 by radix passes or one plain sort of the packed value (``packed_sort``); other numeric keys
 use ``np.lexsort``; anything else (strings, decimals, nulls) goes through ``pyarrow``.
 """
@@ -18,7 +22,8 @@ from lakecore.merge.spec import MergeSpec
 
 
 def sort_kv(table: pa.Table, spec: MergeSpec) -> pa.Table:
-    """Stable sort by key columns, then sequence fields (nulls first), then sequence number."""
+    """Stable sort by key columns, then sequence fields (nulls first; descending values with
+    ``spec.sequence_descending``), then sequence number."""
     if table.num_rows <= 1:
         return table
     perm = sort_permutation(table, spec)
@@ -30,10 +35,14 @@ def sort_kv(table: pa.Table, spec: MergeSpec) -> pa.Table:
 def sort_permutation(table: pa.Table, spec: MergeSpec) -> np.ndarray | None:
     """The row order :func:`sort_kv` applies, or ``None`` when the table is already sorted."""
     columns = [*spec.key_columns, *spec.sequence_fields, SEQUENCE_NUMBER]
+    descending = set(spec.sequence_fields) if spec.sequence_descending else set()
     arrays = [_combined(table.column(c)) for c in columns]
     numeric = [integer_key(a) for a in arrays]
     if any(a is None for a in numeric):
-        return _arrow_permutation(table, columns)
+        return _arrow_permutation(table, columns, descending)
+    if descending:  # ~x reverses an integer order exactly (no overflow, unlike -x)
+        numeric = [np.invert(k) if c in descending else k  # type: ignore[arg-type]
+                   for c, k in zip(columns, numeric)]
     keys: list[np.ndarray] = numeric  # type: ignore[assignment]
     if _is_sorted(keys):
         return None
@@ -67,7 +76,7 @@ def group_starts(sorted_table: pa.Table, spec: MergeSpec) -> np.ndarray:
     change = np.zeros(n, dtype=bool)
     change[0] = True
     for name in spec.key_columns:
-        change[1:] |= _adjacent_differs(_combined(sorted_table.column(name)))
+        change[1:] |= adjacent_differs(_combined(sorted_table.column(name)))
     return np.flatnonzero(change).astype(np.int64, copy=False)
 
 
@@ -214,13 +223,14 @@ def offset_from(k: np.ndarray, lo: int) -> np.ndarray:
     return np.subtract(k, np.int64(lo), dtype=np.int64).view(np.uint64)
 
 
-def _arrow_permutation(table: pa.Table, columns: list[str]) -> np.ndarray:
-    keys = [(c, "ascending", "at_start") for c in columns]
+def _arrow_permutation(table: pa.Table, columns: list[str],
+                       descending: set[str] | frozenset[str] = frozenset()) -> np.ndarray:
+    keys = [(c, "descending" if c in descending else "ascending", "at_start") for c in columns]
     perm = pc.sort_indices(table.select(columns), options=pc.SortOptions(sort_keys=keys))
     return perm.to_numpy()
 
 
-def _adjacent_differs(arr: pa.Array) -> np.ndarray:
+def adjacent_differs(arr: pa.Array) -> np.ndarray:
     """``arr[i + 1] != arr[i]`` for every adjacent pair; two nulls compare equal."""
     n = len(arr)
     fast = integer_key(arr)

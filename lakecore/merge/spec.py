@@ -4,7 +4,13 @@ the per-column options (``merge-engine``, ``sequence.field``, ``ignore-delete``,
 takes them from a table's ``CoreOptions``, which parsed and resolved them once (Paimon's keys,
 defaults and fallback keys), so the columnar merge code never reads option strings.
 
-The function-resolution order follows Paimon's ``AggregateMergeFunction.getAggFuncName``.
+The function-resolution order follows Paimon's ``AggregateMergeFunction.getAggFuncName``
+(aggregation) and ``PartialUpdateMergeFunction.getAggFuncName`` (partial-update, where functions
+other than ``last_non_null_value`` live inside sequence groups). A read of some columns gets the
+sequence groups of those columns (their sequence fields are added to the columns read, as
+Paimon's ``adjustReadType`` does) and always the groups of
+``partial-update.remove-record-on-sequence-group``, so that a projection never changes whether
+a row is removed.
 """
 
 from __future__ import annotations
@@ -21,6 +27,10 @@ from lakecore.options.registry import (
     FIELD_AGGREGATE_FUNCTION,
     FIELD_IGNORE_RETRACT,
     FIELD_LIST_AGG_DELIMITER,
+    FIELDS_DEFAULT_AGGREGATE_FUNCTION,
+    IGNORE_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
     SEQUENCE_FIELD,
     ConfigOption,
 )
@@ -40,10 +50,26 @@ RETRACTABLE = frozenset(
 )
 # ``fields.<f>.list-agg-delimiter`` when a column does not set it.
 DEFAULT_LISTAGG_DELIMITER: str = FIELD_LIST_AGG_DELIMITER.default or ","
-# Paimon merge features lakecore does not implement. Their keys are not in the option registry,
-# so a strict map refuses them; a table another engine wrote keeps them as unknown keys.
-_SEQUENCE_GROUP_SUFFIXES = (".sequence-group", "remove-record-on-sequence-group")
-_SORT_ORDER_KEY = "sequence.field.sort-order"
+
+
+@dataclass(frozen=True)
+class SequenceGroup:
+    """A partial-update sequence group: ``fields`` take, per key, their values from the record
+    with the greatest ``sequence_fields`` (compared in order, nulls first, later records
+    winning ties); a record whose sequence fields are all null leaves them alone.
+    ``remove_on_delete``: a -D that updates this group removes the whole row
+    (``partial-update.remove-record-on-sequence-group``). ``key`` is the option's key."""
+
+    key: str
+    sequence_fields: tuple[str, ...]
+    fields: tuple[str, ...] = ()
+    remove_on_delete: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sequence_fields", tuple(self.sequence_fields))
+        object.__setattr__(self, "fields", tuple(self.fields))
+        if not self.sequence_fields:
+            raise OptionError(self.key, "a sequence group needs at least one sequence field")
 
 
 @dataclass(frozen=True)
@@ -55,7 +81,11 @@ class MergeSpec:
     included), which the aggregation engine carries through instead of aggregating.
     ``remove_record_on_delete`` is ``partial-update.remove-record-on-delete`` or
     ``aggregation.remove-record-on-delete`` depending on the engine (ignored by the others).
-    Every value is typed: build one with ``from_options``, or directly in tests.
+    ``sequence_descending``: ``sequence.field.sort-order = descending``. ``sequence_groups``:
+    the partial-update sequence groups this merge needs; ``has_sequence_groups``: the table
+    has some (then -U/-D records retract group fields instead of being refused, even when
+    none of the groups is read). Every value is typed: build one with ``from_options``, or
+    directly in tests.
     """
 
     engine: MergeEngine
@@ -69,6 +99,9 @@ class MergeSpec:
     default_aggregate_function: AggregateFunction | None = None
     ignore_retract: frozenset[str] = frozenset()
     listagg_delimiters: Mapping[str, str] = field(default_factory=dict, hash=False)
+    sequence_descending: bool = False
+    sequence_groups: tuple[SequenceGroup, ...] = ()
+    has_sequence_groups: bool = False
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__
@@ -79,6 +112,9 @@ class MergeSpec:
         set_(self, "ignore_retract", frozenset(self.ignore_retract))
         set_(self, "aggregate_functions", MappingProxyType(dict(self.aggregate_functions)))
         set_(self, "listagg_delimiters", MappingProxyType(dict(self.listagg_delimiters)))
+        set_(self, "sequence_groups", tuple(self.sequence_groups))
+        if self.sequence_groups:
+            set_(self, "has_sequence_groups", True)
         self._validate()
 
     def _validate(self) -> None:
@@ -94,25 +130,77 @@ class MergeSpec:
         for col in self.aggregate_functions:
             if col not in values:
                 raise OptionError(_agg_key(col), f"field {col!r} is not a table column")
+        if self.has_sequence_groups and self.engine is not MergeEngine.PARTIAL_UPDATE:
+            raise OptionError(self.sequence_groups[0].key if self.sequence_groups
+                              else "merge-engine", "sequence groups need partial-update")
         if self.engine is MergeEngine.PARTIAL_UPDATE:
-            # PartialUpdateMergeFunction.Factory: the two delete behaviours conflict, and any
-            # aggregator but last_non_null_value needs a sequence group (not supported here).
-            if self.ignore_delete and self.remove_record_on_delete:
+            self._validate_partial_update(values)
+
+    def _validate_partial_update(self, values: set[str]) -> None:
+        """PartialUpdateMergeFunction.Factory: the delete behaviours that conflict, the
+        groups' columns, and functions other than last_non_null_value only in groups."""
+        if self.ignore_delete and self.remove_record_on_delete:
+            raise OptionError(
+                PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+                f"{IGNORE_DELETE.key} and {PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key} have "
+                "conflicting behavior so should not be enabled at the same time",
+            )
+        if self.has_sequence_groups and self.remove_record_on_delete:
+            raise OptionError(
+                PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+                f"sequence-group and {PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key} have "
+                "conflicting behavior so should not be enabled at the same time",
+            )
+        if self.ignore_delete and any(g.remove_on_delete for g in self.sequence_groups):
+            raise OptionError(
+                PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key,
+                f"{IGNORE_DELETE.key} and {PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key} "
+                "have conflicting behavior so should not be enabled at the same time",
+            )
+        owner: dict[str, str] = {}
+        for g in self.sequence_groups:
+            for name in (*g.sequence_fields, *g.fields):
+                if name not in values:
+                    raise OptionError(g.key, f"field {name!r} is not a table column")
+                if name in self.primary_keys:
+                    raise OptionError(g.key, f"contains primary key field {name!r}")
+            for name in g.fields:
+                if name in owner or name in g.sequence_fields:
+                    raise OptionError(g.key, f"field {name!r} is defined repeatedly by "
+                                             "multiple groups")
+                owner[name] = g.key
+            for name in g.sequence_fields:
+                if name in owner:
+                    raise OptionError(g.key, f"sequence field {name!r} is in another group")
+                owner[name] = g.key
+        grouped = self.grouped_fields
+        for col in self.value_columns:
+            func = self.partial_update_function(col)
+            if func not in (None, AggregateFunction.LAST_NON_NULL_VALUE) and col not in grouped:
                 raise OptionError(
-                    "partial-update.remove-record-on-delete",
-                    "ignore-delete and partial-update.remove-record-on-delete have conflicting "
-                    "behavior so should not be enabled at the same time",
+                    _agg_key(col),
+                    f"partial-update needs a sequence group for aggregation functions (field "
+                    f"{col!r}, {func}, own or from {FIELDS_DEFAULT_AGGREGATE_FUNCTION.key}): "
+                    "add it to a 'fields.<sequence field>.sequence-group'",
                 )
-            for col in self.value_columns:
-                if col in self.primary_keys or col in self.sequence_fields:
-                    continue
-                func = self.aggregate_functions.get(col, self.default_aggregate_function)
-                if func not in (None, AggregateFunction.LAST_NON_NULL_VALUE):
-                    raise OptionError(
-                        _agg_key(col),
-                        "partial-update needs a sequence group for aggregation functions "
-                        f"(field {col!r}); sequence groups are not supported",
-                    )
+
+    @property
+    def grouped_fields(self) -> frozenset[str]:
+        """The fields the sequence groups protect (their sequence fields not included)."""
+        return frozenset(f for g in self.sequence_groups for f in g.fields)
+
+    @property
+    def group_sequence_fields(self) -> frozenset[str]:
+        return frozenset(f for g in self.sequence_groups for f in g.sequence_fields)
+
+    def partial_update_function(self, column: str) -> AggregateFunction | None:
+        """Paimon's partial-update ``getAggFuncName``: none for the groups' sequence fields
+        and primary-key columns, else the field's own function, else
+        ``fields.default-aggregate-function``; None means "no aggregator" (inside a group
+        the newest record's value, null included; outside, the last non-null value)."""
+        if column in self.group_sequence_fields or column in self.primary_keys:
+            return None
+        return self.aggregate_functions.get(column, self.default_aggregate_function)
 
     def aggregate_function(self, column: str) -> AggregateFunction:
         """Paimon's ``getAggFuncName`` order: sequence fields are ``last_value`` (they order
@@ -139,9 +227,16 @@ class MergeSpec:
     ) -> MergeSpec:
         """The spec of a table with these options (its primary key is ``options.primary_keys``),
         for the data file's ``key_columns`` and the ``value_columns`` being merged. Per-column
-        settings of columns outside ``value_columns`` are left out."""
-        _refuse_unsupported(options)
-        values = tuple(value_columns)
+        settings of columns outside ``value_columns`` are left out. Partial-update: the
+        sequence fields of the groups of ``value_columns`` (and of the groups that remove
+        records) are added to ``value_columns``; read them too."""
+        values = list(value_columns)
+        groups = _sequence_groups(options, values) if (
+            options.merge_engine is MergeEngine.PARTIAL_UPDATE) else ()
+        has_groups = bool(groups) or (options.merge_engine is MergeEngine.PARTIAL_UPDATE
+                                      and bool(options.sequence_groups))
+        for g in groups:
+            values.extend(f for f in g.sequence_fields if f not in values)
 
         def of_values(option: ConfigOption[T]) -> dict[str, T]:
             return {c: v for c, v in options.field_settings(option).items() if c in values}
@@ -149,7 +244,7 @@ class MergeSpec:
         return cls(
             engine=options.merge_engine,
             key_columns=tuple(key_columns),
-            value_columns=values,
+            value_columns=tuple(values),
             primary_keys=options.primary_keys,
             sequence_fields=options.sequence_field,
             ignore_delete=options.ignore_delete,
@@ -158,18 +253,35 @@ class MergeSpec:
             default_aggregate_function=options.fields_default_aggregate_function,
             ignore_retract=frozenset(c for c, v in of_values(FIELD_IGNORE_RETRACT).items() if v),
             listagg_delimiters=of_values(FIELD_LIST_AGG_DELIMITER),
+            sequence_descending=bool(options.sequence_field) and (
+                options.sequence_field_descending),
+            sequence_groups=groups,
+            has_sequence_groups=has_groups,
         )
 
 
-def _refuse_unsupported(options: CoreOptions) -> None:
-    """Sequence groups and a descending ``sequence.field.sort-order`` are not implemented."""
-    raw = options.to_map()
-    for key in raw:
-        if key.endswith(_SEQUENCE_GROUP_SUFFIXES):
-            raise OptionError(key, "sequence groups are not supported")
-    order = raw.get(_SORT_ORDER_KEY, "ascending")
-    if order.strip().lower() != "ascending":
-        raise OptionError(_SORT_ORDER_KEY, "only 'ascending' is supported")
+def _sequence_groups(options: CoreOptions, values: list[str]) -> tuple[SequenceGroup, ...]:
+    """The table's sequence groups a merge of ``values`` needs: those with a field among
+    ``values`` (its protected fields limited to them) and those that remove records."""
+    remove = set(options.partial_update_remove_record_on_sequence_group or ())
+    all_sequence = {f for g in options.sequence_groups for f in g.sequence_fields}
+    if remove - all_sequence:
+        raise OptionError(
+            PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key,
+            f"field(s) {sorted(remove - all_sequence)} must be sequence fields of sequence groups",
+        )
+    wanted = set(values)
+    out = []
+    for g in options.sequence_groups:
+        missing = [f for f in (*g.sequence_fields, *g.fields)
+                   if options.column_names and f not in options.column_names]
+        if missing:  # Paimon: "Field %s can not be found in table schema"
+            raise OptionError(g.key, f"field(s) {missing} can not be found in the table")
+        fields = tuple(f for f in g.fields if f in wanted and f not in g.sequence_fields)
+        removes = bool(remove & set(g.sequence_fields))
+        if fields or removes or wanted & set(g.sequence_fields):
+            out.append(SequenceGroup(g.key, g.sequence_fields, fields, removes))
+    return tuple(out)
 
 
 def _agg_key(column: str) -> str:

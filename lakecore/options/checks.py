@@ -28,11 +28,15 @@ from lakecore.options.registry import (
     FIELD_IGNORE_RETRACT,
     FIELDS_DEFAULT_AGGREGATE_FUNCTION,
     FULL_COMPACTION_DELTA_COMMITS,
+    IGNORE_DELETE,
     MERGE_ENGINE,
     NUM_SORTED_RUN_STOP_TRIGGER,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE,
+    PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP,
     ROWKIND_FIELD,
     SCAN_MODE_OPTIONS,
     SEQUENCE_FIELD,
+    SEQUENCE_FIELD_SORT_ORDER,
     SNAPSHOT_NUM_RETAINED_MIN,
     AggregateFunction,
     ChangelogProducer,
@@ -144,23 +148,139 @@ def check_aggregation(opts: OptionsView) -> None:
         if column in opts.sequence_field:
             raise OptionError(key, f"{column!r} is the sequence.field; it cannot be aggregated")
     if engine is MergeEngine.PARTIAL_UPDATE:
-        # Paimon's partial-update takes other functions only inside sequence groups.
-        functions = {FIELD_AGGREGATE_FUNCTION.for_field(c): f for c, f in own.items()}
-        if default is not None:
-            functions[FIELDS_DEFAULT_AGGREGATE_FUNCTION.key] = default
-        for key, function in functions.items():
-            if function is not AggregateFunction.LAST_NON_NULL_VALUE:
-                raise OptionError(
-                    key,
-                    f"partial-update supports only last_non_null_value (got {function}); "
-                    "other functions need sequence groups, which lakecore does not support",
-                )
+        _check_partial_update_functions(opts, own, default)
     retract = [c for c, v in opts.field_settings(FIELD_IGNORE_RETRACT).items() if v]
     if retract and opts.aggregation_remove_record_on_delete:
         raise OptionError(
             FIELD_IGNORE_RETRACT.for_field(retract[0]),
             f"conflicts with {AGGREGATION_REMOVE_RECORD_ON_DELETE.key} = true",
         )
+
+
+def _check_partial_update_functions(opts: OptionsView, own: dict[str, AggregateFunction],
+                                    default: AggregateFunction | None) -> None:
+    """Paimon's ``PartialUpdateMergeFunction.getAggFuncName``: a column's function (its own,
+    else the default) other than last_non_null_value needs the column to be in a sequence
+    group; the groups' sequence fields are never aggregated (Paimon ignores a function set on
+    one: refused here, like every setting Paimon would ignore)."""
+    grouped = {f for g in opts.sequence_groups for f in g.fields}
+    sequence = opts.sequence_group_fields
+    for column, function in own.items():
+        key = FIELD_AGGREGATE_FUNCTION.for_field(column)
+        if column in sequence:
+            raise OptionError(key, f"{column!r} is a sequence field of a sequence group; "
+                                   "sequence fields are not aggregated")
+        if function is not AggregateFunction.LAST_NON_NULL_VALUE and column not in grouped:
+            raise OptionError(
+                key,
+                f"partial-update aggregates {column!r} with {function} only inside a sequence "
+                f"group: add it to a 'fields.<sequence field>.sequence-group' (Paimon: "
+                "\"Must use sequence group for aggregation functions\")",
+            )
+    if default is None or default is AggregateFunction.LAST_NON_NULL_VALUE:
+        return
+    outside = [c for c in opts.column_names
+               if c not in opts.primary_keys and c not in sequence and c not in grouped
+               and c not in own]
+    if outside:
+        raise OptionError(
+            FIELDS_DEFAULT_AGGREGATE_FUNCTION.key,
+            f"partial-update applies {default} to column(s) {outside}, which are in no "
+            "sequence group; functions other than last_non_null_value need one (Paimon: "
+            "\"Must use sequence group for aggregation functions\")",
+        )
+    if not opts.column_names and not grouped:
+        raise OptionError(
+            FIELDS_DEFAULT_AGGREGATE_FUNCTION.key,
+            f"partial-update supports {default} only inside sequence groups",
+        )
+
+
+def check_sequence_groups(opts: OptionsView) -> None:
+    """Paimon's ``PartialUpdateMergeFunction.Factory`` rules for ``fields.<s>.sequence-group``
+    and ``partial-update.remove-record-on-sequence-group``, and the conflicts it refuses
+    between them, ``ignore-delete`` and ``partial-update.remove-record-on-delete``. lakecore
+    also refuses what Paimon resolves by the order of a hash map (a sequence field shared by
+    two groups, or protected by another group) and groups on another engine (ignored there)."""
+    groups = opts.sequence_groups
+    remove = opts.partial_update_remove_record_on_sequence_group
+    engine = opts.merge_engine
+    if engine is MergeEngine.PARTIAL_UPDATE and opts.ignore_delete and (
+            opts.partial_update_remove_record_on_delete):
+        raise OptionError(
+            PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+            f"{IGNORE_DELETE.key} and {PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key} have "
+            "conflicting behavior so should not be enabled at the same time",
+        )
+    if not groups and remove is None:
+        return
+    first_key = groups[0].key if groups else PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key
+    if engine is not MergeEngine.PARTIAL_UPDATE:
+        raise OptionError(first_key, f"only applies with merge-engine 'partial-update' "
+                                     f"(is {engine})")
+    if not opts.primary_keys:
+        raise OptionError(first_key, "needs a table with a primary key")
+    protected_by: dict[str, str] = {}
+    sequence_of: dict[str, str] = {}
+    for g in groups:
+        _require_group_columns(opts, g.key, g.sequence_fields)
+        _require_group_columns(opts, g.key, g.fields)
+        for name in (*g.sequence_fields, *g.fields):
+            if name in opts.primary_keys:
+                raise OptionError(
+                    g.key, f"contains primary key field {name!r}, which is not allowed: "
+                           "primary key columns cannot be put in a sequence group")
+        for name in g.fields:
+            if name in g.sequence_fields:
+                continue  # a group's own sequence field: Paimon treats it as one
+            if name in protected_by:
+                raise OptionError(g.key, f"field {name!r} is defined repeatedly by multiple "
+                                         f"groups ({protected_by[name]!r} and {g.key!r})")
+            protected_by[name] = g.key
+        for name in g.sequence_fields:
+            if name in sequence_of:
+                raise OptionError(g.key, f"sequence field {name!r} is also the sequence field "
+                                         f"of {sequence_of[name]!r}; give each group its own")
+            sequence_of[name] = g.key
+    for name, key in sequence_of.items():
+        if name in protected_by:
+            raise OptionError(protected_by[name],
+                              f"protects {name!r}, the sequence field of {key!r}")
+    if opts.partial_update_remove_record_on_delete and groups:
+        raise OptionError(
+            PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
+            f"sequence-group and {PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key} have conflicting "
+            f"behavior so should not be enabled at the same time (sequence group {first_key!r})",
+        )
+    if remove is not None:
+        key = PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP.key
+        if opts.ignore_delete:
+            raise OptionError(
+                key, f"{IGNORE_DELETE.key} and {key} have conflicting behavior so should not "
+                     "be enabled at the same time")
+        outside = [n for n in remove if n not in sequence_of]
+        if outside:
+            raise OptionError(key, f"field(s) {outside} must be sequence fields of sequence "
+                                   f"groups (sequence fields: {sorted(sequence_of)})")
+
+
+def _require_group_columns(opts: OptionsView, key: str, names: Sequence[str]) -> None:
+    if opts.column_names:
+        missing = [n for n in names if n not in opts.column_names]
+        if missing:
+            raise OptionError(key, f"names column(s) {missing} not in the table "
+                                   f"(columns: {list(opts.column_names)})")
+    repeated = sorted({n for n in names if list(names).count(n) > 1})
+    if repeated:
+        raise OptionError(key, f"names column(s) {repeated} more than once")
+
+
+def check_sort_order(opts: OptionsView) -> None:
+    """``sequence.field.sort-order`` orders ``sequence.field``: without one Paimon ignores it."""
+    if opts.contains(SEQUENCE_FIELD_SORT_ORDER) and opts.sequence_field_descending and (
+            not opts.sequence_field):
+        raise OptionError(SEQUENCE_FIELD_SORT_ORDER.key,
+                          f"'descending' needs a '{SEQUENCE_FIELD.key}' to order")
 
 
 def check_triggers_and_hours(opts: OptionsView) -> None:
@@ -222,6 +342,8 @@ CROSS_CHECKS: tuple[Callable[[OptionsView], None], ...] = (
     check_bucket,
     check_dynamic_bucket,
     check_merge,
+    check_sequence_groups,
+    check_sort_order,
     check_aggregation,
     check_triggers_and_hours,
     check_retention,

@@ -24,7 +24,13 @@ from typing import Any, TypeVar
 
 from lakecore.errors import OptionError
 from lakecore.options.checks import CROSS_CHECKS, check_scan
-from lakecore.options.registry import ConfigOption, resolve_key, unknown_key_message
+from lakecore.options.registry import (
+    ConfigOption,
+    field_key_columns,
+    resolve_key,
+    unknown_key_message,
+)
+from lakecore.options.unimplemented import check_implemented
 from lakecore.options.view import OptionsView
 
 __all__ = ["CoreOptions"]
@@ -69,7 +75,7 @@ class CoreOptions(OptionsView):
                 _store(values, raw, option, key, value, strict)
                 continue
             if strict:
-                _check_column(key, column, columns)
+                _check_columns(key, option, column, columns)
             field_values[(column, option.field_suffix)] = value
         result = CoreOptions(
             MappingProxyType(raw),
@@ -83,6 +89,8 @@ class CoreOptions(OptionsView):
         if strict:
             for check in CROSS_CHECKS:
                 check(result)
+        else:  # another writer's table: refused if it relies on what lakecore lacks
+            check_implemented(raw)
         return result
 
     def with_options(self, updates: Mapping[str, str]) -> CoreOptions:
@@ -96,7 +104,7 @@ class CoreOptions(OptionsView):
             if option is None:
                 raise OptionError(key, unknown_key_message(key, self.column_names))
             if column is not None:
-                _check_column(key, column, self.column_names)
+                _check_columns(key, option, column, self.column_names)
             _parse(option, key, text, strict=True)
         merged = CoreOptions.from_map(
             {**self._raw, **updates},
@@ -121,9 +129,18 @@ def _parse(option: ConfigOption[T], key: str, text: str, strict: bool) -> T:
     return value
 
 
-def _check_column(key: str, column: str, columns: Sequence[str]) -> None:
-    if columns and column not in columns:
-        raise OptionError(key, f"column {column!r} is not in the table (columns: {list(columns)})")
+def _check_columns(key: str, option: ConfigOption[Any], column: str,
+                   columns: Sequence[str]) -> None:
+    """The column(s) a ``fields.<name>.*`` key names exist (``fields.g1,g2.sequence-group``
+    names two)."""
+    try:
+        names = field_key_columns(option, column)
+    except ValueError as error:
+        raise OptionError(key, f"invalid column list {column!r}: {error}") from None
+    for name in names:
+        if columns and name not in columns:
+            raise OptionError(
+                key, f"column {name!r} is not in the table (columns: {list(columns)})")
 
 
 def _store(

@@ -53,6 +53,14 @@ class MergeEngine(StrEnum):
     FIRST_ROW = "first-row"
 
 
+class SortOrder(StrEnum):
+    """The order of ``sequence.field`` values (``sequence.field.sort-order``): records of a key
+    are merged in this order, so the last one wins (descending: the smallest value)."""
+
+    ASCENDING = "ascending"
+    DESCENDING = "descending"
+
+
 class ChangelogProducer(StrEnum):
     """Where changelog files come from (``changelog-producer``)."""
 
@@ -60,6 +68,17 @@ class ChangelogProducer(StrEnum):
     INPUT = "input"
     LOOKUP = "lookup"
     FULL_COMPACTION = "full-compaction"
+
+
+class IncrementalBetweenScanMode(StrEnum):
+    """What an ``incremental-between`` read of snapshot ids reads
+    (``incremental-between-scan-mode``): ``auto`` is ``changelog`` for a table with a
+    changelog producer, else ``delta``."""
+
+    AUTO = "auto"
+    DELTA = "delta"
+    CHANGELOG = "changelog"
+    DIFF = "diff"
 
 
 class PartitionExpirationStrategy(StrEnum):
@@ -135,6 +154,17 @@ def parse_aggregate_function(text: str) -> AggregateFunction:
     hint = " (Paimon has no 'count': sum a 0/1 column instead)" if text.lower() == "count" else ""
     names = ", ".join(f.value for f in AggregateFunction if f is not AggregateFunction.PRIMARY_KEY)
     raise ValueError(f"expected one of: {names}{hint}")
+
+
+def parse_java_name_list(text: str) -> tuple[str, ...]:
+    """Column names as Paimon splits them for sequence groups (``String.split(",")``): no
+    blanks trimmed, trailing empty names dropped; an empty name is an error."""
+    names = text.split(",")
+    while names and not names[-1]:
+        names.pop()
+    if not names or any(not n for n in names):
+        raise ValueError("expected a comma-separated list of column names such as 'a,b'")
+    return tuple(names)
 
 
 @dataclass(frozen=True)
@@ -261,6 +291,10 @@ SEQUENCE_FIELD = _opt(
     "sequence.field", parse_name_list, None,
     "Columns that order updates of one key instead of arrival order.",
 )
+SEQUENCE_FIELD_SORT_ORDER = _opt(
+    "sequence.field.sort-order", enum_parser(SortOrder), SortOrder.ASCENDING,
+    "Order of sequence.field values; descending: the smallest value wins (nulls always first).",
+)
 ROWKIND_FIELD = _opt(
     "rowkind.field", parse_non_blank, None,
     "Column holding each row's kind (+I, -U, +U, -D), e.g. to write deletes.",
@@ -274,6 +308,11 @@ IGNORE_DELETE = _opt(
 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE = _opt(
     "partial-update.remove-record-on-delete", parse_bool, False,
     "For partial-update, let a -D row remove the whole record.",
+)
+PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP = _opt(
+    "partial-update.remove-record-on-sequence-group", parse_java_name_list, None,
+    "Partial-update: a -D row that updates one of these sequence groups (named by a sequence "
+    "field) removes the whole record.",
 )
 AGGREGATION_REMOVE_RECORD_ON_DELETE = _opt(
     "aggregation.remove-record-on-delete", parse_bool, False,
@@ -290,6 +329,11 @@ FIELD_AGGREGATE_FUNCTION = _opt(
 FIELD_IGNORE_RETRACT = _opt(
     "fields.<name>.ignore-retract", parse_bool, False,
     "Ignore -U/-D rows for one aggregated column.",
+)
+FIELD_SEQUENCE_GROUP = _opt(
+    "fields.<name>.sequence-group", parse_java_name_list, None,
+    "Partial-update: the columns (the value) that only change with a not-null, not smaller "
+    "value of the sequence column(s) <name> (comma-separated, compared in order).",
 )
 FIELD_LIST_AGG_DELIMITER = _opt(
     "fields.<name>.list-agg-delimiter", parse_string, ",",
@@ -598,6 +642,18 @@ INCREMENTAL_BETWEEN = _opt(
     "incremental-between", parse_incremental_between, None,
     "Read the changes between two snapshot ids or two tags: 'start,end'.",
 )
+INCREMENTAL_BETWEEN_SCAN_MODE = _opt(
+    "incremental-between-scan-mode", enum_parser(IncrementalBetweenScanMode),
+    IncrementalBetweenScanMode.AUTO,
+    "What incremental-between reads: delta (the APPEND snapshots' new files), changelog (the "
+    "changelog files), diff (the end snapshot's data against the start's), or auto (changelog "
+    "with a changelog producer, else delta).",
+)
+INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT = _opt(
+    "incremental-between-tag-to-snapshot", parse_bool, False,
+    "incremental-between of two tags reads the range of their snapshots (by the scan mode) "
+    "instead of the diff of the two tagged snapshots.",
+)
 PATH = _opt("path", parse_non_blank, None, "Table location; set by the catalog, not the user.")
 
 OPTIONS: tuple[ConfigOption[Any], ...] = tuple(_REGISTRY)
@@ -613,6 +669,14 @@ FIELD_OPTIONS: dict[str, ConfigOption[Any]] = {
     o.field_suffix: o for o in OPTIONS if o.is_field_pattern
 }
 SCAN_MODE_OPTIONS = (SCAN_SNAPSHOT_ID, SCAN_TIMESTAMP_MILLIS, SCAN_TAG_NAME, INCREMENTAL_BETWEEN)
+
+
+def field_key_columns(option: ConfigOption[Any], column: str) -> tuple[str, ...]:
+    """The columns a ``fields.<name>.*`` key names: ``<name>`` itself, or for a sequence group
+    (``fields.g1,g2.sequence-group``) each of its sequence fields."""
+    if option is FIELD_SEQUENCE_GROUP:
+        return parse_java_name_list(column)
+    return (column,)
 
 
 def resolve_key(key: str) -> tuple[ConfigOption[Any] | None, str | None]:

@@ -14,8 +14,15 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Generic, TypeVar, overload
 
+from lakecore.errors import OptionError
 from lakecore.options import registry as reg
-from lakecore.options.registry import AggregateFunction, ConfigOption, MergeEngine
+from lakecore.options.registry import (
+    AggregateFunction,
+    ConfigOption,
+    MergeEngine,
+    SortOrder,
+    field_key_columns,
+)
 
 T = TypeVar("T")
 
@@ -48,6 +55,16 @@ class _Optional(Generic[T]):
     def __get__(self, obj: OptionsView, owner: type) -> T | None: ...
     def __get__(self, obj: OptionsView | None, owner: type) -> Any:
         return self if obj is None else obj.get(self.option)
+
+
+@dataclass(frozen=True)
+class SequenceGroupOption:
+    """One ``fields.<s1,s2>.sequence-group = <f1,f2>`` option: its key, the sequence fields
+    (from the key, compared in order) and the fields they protect (the value)."""
+
+    key: str
+    sequence_fields: tuple[str, ...]
+    fields: tuple[str, ...]
 
 
 @dataclass(frozen=True, eq=False)
@@ -130,10 +147,46 @@ class OptionsView:
         """``sequence.field`` columns; empty when unset (arrival order decides)."""
         return self.get(reg.SEQUENCE_FIELD) or ()
 
+    sequence_field_sort_order = _Value(reg.SEQUENCE_FIELD_SORT_ORDER)
+
+    @property
+    def sequence_field_descending(self) -> bool:
+        """``sequence.field.sort-order = descending``: the smallest sequence value wins."""
+        return self.sequence_field_sort_order is SortOrder.DESCENDING
+
+    partial_update_remove_record_on_sequence_group = _Optional(
+        reg.PARTIAL_UPDATE_REMOVE_RECORD_ON_SEQUENCE_GROUP)
+
+    @property
+    def sequence_groups(self) -> tuple[SequenceGroupOption, ...]:
+        """Every ``fields.<s>.sequence-group`` option, ordered by key (whatever the engine:
+        only partial-update merges by them)."""
+        out = []
+        suffix = reg.FIELD_SEQUENCE_GROUP.field_suffix
+        for (column, s), fields in self._field_values.items():
+            if s != suffix:
+                continue
+            key = reg.FIELD_SEQUENCE_GROUP.for_field(column)
+            try:
+                sequence = field_key_columns(reg.FIELD_SEQUENCE_GROUP, column)
+            except ValueError as error:
+                raise OptionError(key, f"invalid column list {column!r}: {error}") from None
+            out.append(SequenceGroupOption(key, sequence, fields))
+        return tuple(sorted(out, key=lambda g: g.key))
+
+    @property
+    def sequence_group_fields(self) -> frozenset[str]:
+        """The sequence fields of the sequence groups (Paimon never aggregates them)."""
+        return frozenset(f for g in self.sequence_groups for f in g.sequence_fields)
+
     def field_aggregate_function(self, name: str) -> AggregateFunction | None:
         """The column's own function, else ``fields.default-aggregate-function`` (Paimon's
-        order). Primary-key and sequence columns are never aggregated: None for them."""
+        order). Primary-key and sequence columns are never aggregated: None for them (in
+        partial-update, the sequence groups' sequence fields)."""
         if name in self.primary_keys or name in self.sequence_field:
+            return None
+        if (self.merge_engine is MergeEngine.PARTIAL_UPDATE
+                and name in self.sequence_group_fields):
             return None
         own = self._field(reg.FIELD_AGGREGATE_FUNCTION, name)
         return own if own is not None else self.fields_default_aggregate_function
@@ -254,4 +307,6 @@ class OptionsView:
     scan_timestamp_millis = _Optional(reg.SCAN_TIMESTAMP_MILLIS)
     scan_tag_name = _Optional(reg.SCAN_TAG_NAME)
     incremental_between = _Optional(reg.INCREMENTAL_BETWEEN)
+    incremental_between_scan_mode = _Value(reg.INCREMENTAL_BETWEEN_SCAN_MODE)
+    incremental_between_tag_to_snapshot = _Value(reg.INCREMENTAL_BETWEEN_TAG_TO_SNAPSHOT)
     path = _Optional(reg.PATH)

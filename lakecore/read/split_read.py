@@ -65,7 +65,8 @@ class SplitRead:
             # one integer key: the rows of keys no other file holds skip the merge
             self._integer_key = len(self.key_fields) == 1 and pa.types.is_integer(
                 to_arrow(self.key_fields[0].type))
-            extra = [c for c in self.merge_spec.sequence_fields if c not in self.read_names]
+            # the merge's own columns too: sequence fields (and sequence groups' ones)
+            extra = [c for c in self.merge_spec.value_columns if c not in self.read_names]
             self.file_value_names = self.read_names + extra
 
     def _read_file(self, split: Split, f: DataFileMeta, columns: list[str],

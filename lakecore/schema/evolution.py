@@ -208,6 +208,12 @@ def validate_evolved(old: TableSchema, new: TableSchema) -> None:
         missing = [c for c in columns if c not in names]
         if missing:
             raise OptionError(option.key, f"names {missing}, which would no longer be columns")
+    # Paimon validates the new schema's merge function: a sequence group naming a dropped
+    # column fails there ("Field %s can not be found in table schema")
+    for group in core.sequence_groups:
+        missing = [c for c in (*group.sequence_fields, *group.fields) if c not in names]
+        if missing:
+            raise OptionError(group.key, f"names {missing}, which would no longer be columns")
 
 
 # --- options ----------------------------------------------------------------------------------

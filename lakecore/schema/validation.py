@@ -39,6 +39,11 @@ _NUMERIC = frozenset(
         TypeRoot.DECIMAL,
     }
 )
+# The types Paimon's docs list for a sequence group's sequence fields ("valid comparative data
+# types", partial-update.md).
+_SEQUENCE_GROUP_ROOTS = _NUMERIC | {
+    TypeRoot.DATE, TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ,
+}
 _PATTERN_REF = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -155,6 +160,16 @@ def _check_merge_columns(
         for name in options.sequence_field:
             if by_name[name].type.is_nested:
                 raise OptionError(SEQUENCE_FIELD.key, f"{name!r} has a nested type")
+    for group in options.sequence_groups:
+        for name in group.sequence_fields:
+            data_type = by_name[name].type
+            if data_type.root not in _SEQUENCE_GROUP_ROOTS:
+                raise OptionError(
+                    group.key,
+                    f"sequence field {name!r} is {data_type}; a sequence group compares "
+                    "DECIMAL, TINYINT, SMALLINT, INT, BIGINT, FLOAT, DOUBLE, DATE, TIME, "
+                    "TIMESTAMP or TIMESTAMP_LTZ (Paimon's partial-update docs)",
+                )
     rowkind = options.rowkind_field
     if rowkind is not None and not by_name[rowkind].type.is_string:
         raise OptionError(

@@ -1,7 +1,15 @@
 """Paimon's streaming consumers (``consumer/consumer-<id>``, ``{"nextSnapshot": N}``): a
 streaming reader records the next snapshot it will read, and snapshot expiry keeps that
 snapshot and every later one. ``consumer.expiration-time`` lets consumers whose file was not
-updated for that long go (an abandoned stream): expiry ignores and deletes them."""
+updated for that long go (an abandoned stream): expiry ignores and deletes them.
+
+lakecore adds one field Paimon's readers ignore (Paimon's ``Consumer`` is
+``@JsonIgnoreProperties(ignoreUnknown = true)``): ``"fullScanPending": true`` on a consumer a
+stream registered to hold its start, a full scan of ``nextSnapshot`` (Paimon's default
+``latest-full``), before its first batch committed. A query that resumes from that consumer
+-- the same query restarted before its first batch committed, when Spark asks the source for
+its initial offset again -- starts with the same full scan instead of that snapshot's
+changes. The first committed batch moves the consumer and drops the field."""
 
 from __future__ import annotations
 
@@ -23,20 +31,38 @@ def consumer_path(table: FileStore, consumer_id: str) -> str:
     return f"{table.paths.consumer_dir}/{CONSUMER_PREFIX}{consumer_id}"
 
 
-def read_consumer(table: FileStore, consumer_id: str) -> int | None:
-    """The consumer's ``nextSnapshot``; None when it does not exist (or is unreadable)."""
+FULL_SCAN_PENDING = "fullScanPending"
+
+
+def read_consumer_state(table: FileStore, consumer_id: str) -> tuple[int, bool] | None:
+    """The consumer's ``(nextSnapshot, fullScanPending)``; None when it does not exist (or
+    is unreadable)."""
     path = consumer_path(table, consumer_id)
     try:
-        value = json.loads(table.file_io.read_text(path)).get("nextSnapshot")
+        data = json.loads(table.file_io.read_text(path))
+        value = data.get("nextSnapshot")
     except (CorruptFileError, ValueError, AttributeError):
         return None
-    return value if isinstance(value, int) else None
+    if not isinstance(value, int):
+        return None
+    return value, data.get(FULL_SCAN_PENDING) is True
 
 
-def write_consumer(table: FileStore, consumer_id: str, next_snapshot: int) -> None:
-    """Create or move the consumer (Paimon's ``ConsumerManager.resetConsumer``)."""
+def read_consumer(table: FileStore, consumer_id: str) -> int | None:
+    """The consumer's ``nextSnapshot``; None when it does not exist (or is unreadable)."""
+    state = read_consumer_state(table, consumer_id)
+    return None if state is None else state[0]
+
+
+def write_consumer(table: FileStore, consumer_id: str, next_snapshot: int,
+                   full_scan_pending: bool = False) -> None:
+    """Create or move the consumer (Paimon's ``ConsumerManager.resetConsumer``);
+    ``full_scan_pending``: see the module docstring."""
+    data: dict[str, object] = {"nextSnapshot": next_snapshot}
+    if full_scan_pending:
+        data[FULL_SCAN_PENDING] = True
     table.file_io.overwrite_atomic(consumer_path(table, consumer_id),
-                                   json.dumps({"nextSnapshot": next_snapshot}).encode("utf-8"))
+                                   json.dumps(data).encode("utf-8"))
 
 
 def _consumers(table: FileStore) -> list[tuple[str, int | None, int | None]]:

@@ -564,16 +564,10 @@ def test_lakecore_reads_and_compacts_a_java_deletion_vector_table(
     assert snapshots(jp, t)[-1]["kind"] == "COMPACT"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lakecore's incremental read of a primary-key table without a changelog producer returns "
-    "the APPEND snapshots' delta merged into +I rows with no row-kind column and drops the -D "
-    "record: [(1,'a2'), (3,'c')]; Java Paimon 1.4.2's TableRead with incremental-between '1,3' "
-    "(scan mode auto = delta) returns the delta records with their kinds, "
-    "[+I (1,'a2'), +I (3,'c'), -D (2,'b')]. lakecore also rejects Paimon's "
-    "'incremental-between-scan-mode' option (OptionError: unknown option), so delta/diff/"
-    "changelog cannot be chosen."))
 def test_incremental_delta_read_of_a_java_table_matches_java(
         java_paimon: JavaPaimon, tmp_path: Path) -> None:
+    """A Java table without a changelog producer: lakecore's incremental read (scan mode auto =
+    delta) is Java's, the APPEND snapshots' records with their kinds, -D included."""
     jp, wh = java_paimon, tmp_path / "wh"
     t = at(wh)
     jp.call("create", **t, fields=KV, primary_keys=["id"], options={"bucket": "1"})

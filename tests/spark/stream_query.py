@@ -1,9 +1,10 @@
-"""A streaming query for the exactly-once test: Parquet files (one per micro-batch) into a
-lakecore table through ``writeStream.format("lakecore")``. Run as a subprocess, so the test
-can SIGKILL the whole query (driver JVM and Python workers) at a pause point and restart it
-from the same checkpoint.
+"""A streaming query for the exactly-once tests: Parquet files (one per micro-batch), or a
+lakecore table read with a consumer, into a lakecore table through
+``writeStream.format("lakecore")``. Run as a subprocess, so the test can SIGKILL the whole
+query (driver JVM and Python workers) at a pause point and restart it from the same checkpoint.
 
-``python -m tests.spark.stream_query WAREHOUSE TABLE SOURCE_DIR CHECKPOINT``
+``python -m tests.spark.stream_query WAREHOUSE TABLE SOURCE CHECKPOINT``: ``SOURCE`` is a
+directory of Parquet files, or ``lakecore:<db.table>:<consumer-id>``.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ def main(warehouse: str, table: str, source: str, checkpoint: str) -> None:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
-    df = spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(source)
+    if source.startswith("lakecore:"):
+        _, name, consumer = source.split(":")
+        df = (spark.readStream.format("lakecore").option("warehouse", warehouse)
+              .option("consumer-id", consumer).load(name))
+    else:
+        df = spark.readStream.schema(SOURCE_DDL).option("maxFilesPerTrigger", 1).parquet(source)
     query = (df.writeStream.format("lakecore").option("warehouse", warehouse)
              .option("checkpointLocation", checkpoint).trigger(availableNow=True).start(table))
     query.awaitTermination()

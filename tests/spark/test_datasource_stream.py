@@ -94,6 +94,37 @@ def test_killed_query_restarted_from_its_checkpoint_writes_every_row_once(tmp_pa
     assert len(list(Path(table.paths.table_path).glob("bucket-*/*.parquet"))) == 3 + 1
 
 
+def test_a_consumer_query_killed_between_batches_loses_and_repeats_nothing(tmp_path):
+    """A new query with a new consumer, killed while its first batch (the full scan) is
+    written and again after the batch committed: restarted from its checkpoint (Spark asks
+    the source for its initial offset again, and the consumer the first run registered must
+    give the same full scan) it ends with every row of the source once, and a later run
+    reads the next snapshot."""
+    from lakecore.store.consumers import read_consumer
+
+    warehouse = str(tmp_path / "wh")
+    src = make_table(warehouse, STREAM_SCHEMA, primary_keys=["id"], options={"bucket": "2"},
+                     name="db.src")
+    _write(src, range(0, 1000))
+    _write(src, range(1000, 2000))
+    _write(src, range(500, 1500))  # snapshot 3: 2,000 live keys
+    out = make_table(warehouse, STREAM_SCHEMA, primary_keys=["id"], options={"bucket": "1"})
+    marker = tmp_path / "paused"
+    args = [warehouse, "db.t", "lakecore:db.src:c1", str(tmp_path / "ckpt")]
+    _run_query(args, "stream-write:0", marker)  # killed writing batch 0
+    assert _ids(out) == []
+    assert read_consumer(src, "c1") == 3  # the new consumer holds the start snapshot
+    _run_query(args, "stream-after-commit:0", marker)  # batch 0 again, committed, killed
+    assert _ids(out) == list(range(2000))
+    _run_query(args, None, marker)  # batch 0's replay commits nothing
+    assert [s.commit_identifier for s in out.snapshot_manager.snapshots()] == [0]
+    _write(src, range(2000, 2100))  # snapshot 4
+    _run_query(args, None, marker)  # the next batch: snapshot 4's rows
+    assert _ids(out) == list(range(2100))
+    assert [s.commit_identifier for s in out.snapshot_manager.snapshots()] == [0, 1]
+    assert read_consumer(src, "c1") in (4, 5)  # moved on: no full scan pending any more
+
+
 # -- the source ------------------------------------------------------------------------------
 
 CHANGES = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.string()), ("op", pa.string())])
@@ -141,6 +172,57 @@ def _write(table, ids) -> None:
 
     write(table, pa.table({"id": pa.array(ids, pa.int64()), "v": [f"v{i}" for i in ids]},
                           schema=STREAM_SCHEMA))
+
+
+def test_a_new_consumer_starts_where_a_query_without_one_starts(spark, tmp_path):
+    """Paimon's default ``scan.mode`` (latest-full) for a new query: the latest snapshot's
+    full scan first, with or without a ``consumer-id``. Only a consumer that existed before
+    the query resumes from its position. (Spark asks an availableNow query for its initial
+    offset twice; the consumer registered by the first answer moved the second one to the
+    latest snapshot's delta: 1,000 of 2,000 rows.)"""
+    from lakecore.spark import register
+    from lakecore.store.consumers import read_consumer
+
+    register(spark, filter_pushdown=False)
+    warehouse = str(tmp_path / "wh")
+    table = make_table(warehouse, STREAM_SCHEMA, primary_keys=["id"], options={"bucket": "2"})
+    _write(table, range(0, 1000))
+    _write(table, range(1000, 2000))
+    _write(table, range(500, 1500))  # snapshot 3: 1,000 upserts; 2,000 live keys
+
+    def run(out: str, checkpoint: str, consumer: str | None = None) -> list[int]:
+        sink = f"db.{out}"
+        if not (Path(warehouse) / "db.db" / out).exists():
+            make_table(warehouse, STREAM_SCHEMA, primary_keys=["id"],
+                       options={"bucket": "1"}, name=sink)
+        reader = spark.readStream.format("lakecore").option("warehouse", warehouse)
+        if consumer is not None:
+            reader = reader.option("consumer-id", consumer)
+        q = (reader.load("db.t").writeStream.format("lakecore").option("warehouse", warehouse)
+             .option("checkpointLocation", str(tmp_path / checkpoint))
+             .trigger(availableNow=True).start(sink))
+        q.awaitTermination()
+        from lakecore import CatalogFactory
+
+        return _ids(CatalogFactory.create({"warehouse": warehouse}).get_table(sink))
+
+    assert run("plain", "a") == list(range(2000))
+    assert read_consumer(table, "c1") is None
+    assert run("c1", "b", "c1") == list(range(2000))  # was 500..1499 only
+    _write(table, range(2000, 2100))  # snapshot 4
+    # the same query restarted from its checkpoint: only what was committed since
+    assert run("c1", "b", "c1") == list(range(2100))
+    # Spark commits a batch's end to the source when it plans the next batch, so an
+    # availableNow query leaves its consumer at its last batch's start or past its end
+    held = read_consumer(table, "c1")
+    assert held in (4, 5)
+    _write(table, range(2100, 2200))  # snapshot 5
+    # a new query (new checkpoint) with the existing consumer resumes from it: snapshot 4's
+    # rows (2000..2099) again only if the consumer still names snapshot 4
+    resumed = {4: list(range(2000, 2200)), 5: list(range(2100, 2200))}[held]
+    assert run("c1_again", "c", "c1") == resumed
+    # ...and a new consumer starts from the full snapshot again
+    assert run("c2", "d", "c2") == list(range(2200))
 
 
 def test_expiry_between_micro_batches_keeps_what_the_stream_needs(spark, tmp_path):

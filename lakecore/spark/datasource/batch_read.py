@@ -121,8 +121,8 @@ class LakecoreReader(DataSourceReader):
                     yield cast_batch(self._shape(batch), self.target)
 
     def _shape(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """The row kind (``rowkind``, first) of an incremental read: the changelog's, or
-        ``+I`` for the delta of a table without a changelog producer."""
+        """The row kind (``rowkind``, first) of an incremental read: its ``_ROW_KIND``
+        (docs/incremental-reads.md); ``+I`` for rows read without one."""
         if not is_incremental(self.opts):
             return batch
         names = batch.schema.names

@@ -33,7 +33,8 @@ partition, read in snapshot order, so a key's changes stay in order.
 kind in a first column ``rowkind`` (``+I``, ``-U``, ``+U``, ``-D``), the column an
 incremental batch read has; without it the rows come without their kind, as in Paimon.
 
-**Consumer**: with ``consumer-id`` the stream registers a Paimon consumer at its start and
+**Consumer**: with ``consumer-id`` the stream registers a Paimon consumer at its start (a
+pending full scan recorded when it starts with one, ``lakecore.store.consumers``) and
 moves it to the next unread snapshot on every ``commit(end)``, so snapshot expiry keeps
 whatever the stream still has to read. ``consumer.expiration-time`` (a table option) lets
 an abandoned consumer go.
@@ -61,7 +62,7 @@ from lakecore.spark.datasource.batch_read import INSERT, ROWKIND
 from lakecore.spark.datasource.options import SourceOptions, open_table
 from lakecore.spark.table_ref import TableRef
 from lakecore.spark.types import cast_batch, result_arrow_schema
-from lakecore.store.consumers import read_consumer, write_consumer
+from lakecore.store.consumers import read_consumer_state, write_consumer
 from lakecore.store.tags import tag_snapshot
 from lakecore.table import FileStoreTable
 
@@ -149,9 +150,9 @@ def starting_offset(table: FileStoreTable, cfg: StreamScan) -> dict[str, Any]:
     """Where a new query starts (Paimon's starting scanners, clamped to the earliest)."""
     sm = table.snapshot_manager
     if cfg.consumer_id is not None and not cfg.ignore_progress:
-        nxt = read_consumer(table, cfg.consumer_id)
-        if nxt is not None:
-            return offset(nxt, False)
+        state = read_consumer_state(table, cfg.consumer_id)
+        if state is not None:  # its next snapshot; a start's full scan still pending
+            return offset(*state)
     latest, earliest = sm.latest_id(), sm.earliest_id()
     if latest is None or earliest is None:
         return offset(1, False)  # an empty table: every change from the first snapshot
@@ -188,6 +189,7 @@ class LakecoreStreamReader(DataSourceStreamReader):
         self.cfg = cfg
         self.target = result_arrow_schema(schema)
         self._driver_table: FileStoreTable | None = None
+        self._start: dict[str, Any] | None = None  # initialOffset's answer, once decided
         self.with_kind = bool(self.target.names) and self.target.names[0] == ROWKIND and (
             ROWKIND not in (opts.columns or ()))
 
@@ -205,13 +207,22 @@ class LakecoreStreamReader(DataSourceStreamReader):
 
     # -- driver ----------------------------------------------------------------------------
     def initialOffset(self) -> dict[str, Any]:  # noqa: N802
-        table = self._table()
-        start = starting_offset(table, self.cfg)
-        if self.cfg.consumer_id is not None:  # hold the start from now on
-            sid, _ = _parse_offset(start)
-            if read_consumer(table, self.cfg.consumer_id) != sid:
-                write_consumer(table, self.cfg.consumer_id, sid)
-        return start
+        """Where this query starts, decided once: Spark asks more than once (an
+        ``availableNow`` query when it prepares the trigger and again for its first batch),
+        and the consumer the first answer registers must not move the second. A consumer
+        that existed before the query resumes it (``starting_offset``); one made here holds
+        the start snapshot against expiry and records a pending full scan, so that the
+        query restarted before its first batch committed (Spark asks again then) starts
+        the same way (``lakecore.store.consumers``)."""
+        if self._start is None:
+            table = self._table()
+            start = starting_offset(table, self.cfg)
+            if self.cfg.consumer_id is not None:  # hold the start from now on
+                sid, scan = _parse_offset(start)
+                if read_consumer_state(table, self.cfg.consumer_id) != (sid, scan):
+                    write_consumer(table, self.cfg.consumer_id, sid, full_scan_pending=scan)
+            self._start = start
+        return dict(self._start)
 
     def latestOffset(self, start: dict[str, Any], limit: Any = None) -> dict[str, Any]:  # noqa: N802
         latest = self._table().snapshot_manager.latest_id()
@@ -292,11 +303,9 @@ def _change_splits(table: FileStoreTable, snap: Snapshot) -> list[Split]:
         return []
     if not use_changelog and snap.commit_kind is not CommitKind.APPEND:
         return []
-    inc = table.copy({"incremental-between": f"{snap.id - 1},{snap.id}"})
-    splits = inc.new_read_builder().new_scan().plan().splits()
-    if table.is_primary_key_table:  # records as written, each with its row kind
-        splits = [s if s.is_changelog else replace(s, is_changelog=True) for s in splits]
-    return splits
+    # records as written, each with its row kind (Paimon's follow-up scanners: level 0 and
+    # OVERWRITE snapshots' changelog included, unlike a batch incremental read)
+    return table.new_read_builder().new_scan().plan_changes(snap, use_changelog).splits()
 
 
 def plain_table(opts: SourceOptions) -> FileStoreTable:

@@ -121,6 +121,8 @@ final class Oracle implements AutoCloseable {
                 return deleteTag(cmd);
             case "rollback_to":
                 return rollbackTo(cmd);
+            case "create_branch":
+                return createBranch(cmd);
             case "alter":
                 return alter(cmd);
             case "schema":
@@ -854,6 +856,22 @@ final class Oracle implements AutoCloseable {
         ObjectNode out = obj();
         putId(out, "snapshot_id", latestId(t));
         return out;
+    }
+
+    /**
+     * Table.createBranch: from a tag (its snapshot, schema and tag are copied into
+     * branch/branch-NAME) or, without one, an empty branch with the latest schema. Read and write
+     * a branch as the table "db.t$branch_NAME".
+     */
+    private ObjectNode createBranch(JsonNode cmd) throws Exception {
+        Table t = table(cmd, Collections.emptyMap());
+        String name = text(cmd, "name");
+        if (cmd.hasNonNull("tag")) {
+            t.createBranch(name, cmd.get("tag").asText());
+        } else {
+            t.createBranch(name);
+        }
+        return obj();
     }
 
     // ------------------------------------------------------------------------ JDBC lock
