@@ -279,3 +279,17 @@ def paimon_fields(schema: pa.Schema) -> list[dict[str, str]]:
     """``fields`` for a ``create`` command: Paimon SQL type strings of a pyarrow schema."""
     return [{"name": f.name, "type": _paimon_type(f.type) + ("" if f.nullable else " NOT NULL")}
             for f in schema]
+
+
+# Shared by the test modules: the oracle's table address and two common field lists.
+KV = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
+PKV = [
+    {"name": "id", "type": "BIGINT NOT NULL"},
+    {"name": "p", "type": "STRING NOT NULL"},
+    {"name": "v", "type": "STRING"},
+]
+
+
+def at(wh: Path, table: str = "db.t") -> dict[str, str]:
+    """The ``warehouse`` / ``table`` fields of a command."""
+    return {"warehouse": str(wh), "table": table}

@@ -35,7 +35,10 @@ from lakecore.errors import (
 )
 from lakecore.maintenance.retention import ExpireConfig
 from tests.javapaimon.client import (
+    KV,
+    PKV,
     JavaPaimon,
+    at,
     from_rows,
     paimon_fields,
     to_rows,
@@ -44,18 +47,10 @@ from tests.javapaimon.client import (
 Row = tuple[Any, ...]
 Change = tuple[str, Row]
 
-KV = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
-PKV = [
-    {"name": "id", "type": "BIGINT NOT NULL"},
-    {"name": "p", "type": "STRING NOT NULL"},
-    {"name": "v", "type": "STRING"},
-]
 
 
 # ------------------------------------------------------------------ helpers
 
-def at(wh: Path, table: str = "db.t") -> dict[str, str]:
-    return {"warehouse": str(wh), "table": table}
 
 
 def lc_table(wh: Path, name: str = "db.t", **options: str) -> Any:

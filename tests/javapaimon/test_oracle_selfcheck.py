@@ -26,8 +26,11 @@ import pytest
 from lakecore import CatalogFactory, Schema
 from lakecore.lock import lock_from_options
 from tests.javapaimon.client import (
+    KV,
+    PKV,
     JavaPaimon,
     JavaPaimonError,
+    at,
     from_rows,
     paimon_fields,
     to_rows,
@@ -35,16 +38,8 @@ from tests.javapaimon.client import (
 
 Rows = list[tuple[Any, ...]]
 
-KV = [{"name": "id", "type": "BIGINT NOT NULL"}, {"name": "v", "type": "STRING"}]
-PKV = [
-    {"name": "id", "type": "BIGINT NOT NULL"},
-    {"name": "p", "type": "STRING NOT NULL"},
-    {"name": "v", "type": "STRING"},
-]
 
 
-def at(wh: Path, table: str = "db.t") -> dict[str, str]:
-    return {"warehouse": str(wh), "table": table}
 
 
 def rows(answer: dict[str, Any]) -> Rows:

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pytest
 
 from lakecore import CatalogFactory, Schema
-from tests.javapaimon.client import JavaPaimon, from_rows, paimon_fields, to_rows
+from tests.javapaimon.client import JavaPaimon, at, from_rows, paimon_fields, to_rows
 
 SCHEMA = pa.schema([
     pa.field("k", pa.int32(), nullable=False),
@@ -72,8 +72,6 @@ STREAM_OPTIONS = {
 }
 
 
-def at(wh: Path, table: str = "db.t") -> dict[str, str]:
-    return {"warehouse": str(wh), "table": table}
 
 
 def lc_table(wh: Path, options: dict[str, str] | None = None, schema: pa.Schema = SCHEMA,
