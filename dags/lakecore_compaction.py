@@ -6,14 +6,9 @@ from __future__ import annotations
 from airflow.sdk import DAG, AssetAny, AssetOrTimeSchedule, CronTriggerTimetable, Param, TaskGroup
 from lake_airflow.assets import lakecore_assets
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import (
-    PARTITION_PATTERN,
-    dag_args,
-    tables_doc,
-    tables_param,
-)
+from lake_airflow.dag_support import dag_args, partitions_param, tables_doc, tables_param
 from lake_airflow.operators import LakeCompactOperator
-from lake_airflow.tasks import plan_compaction, prepare_lake
+from lake_airflow.tasks import check_compaction, plan_compaction, prepare_lake
 
 DOC = """
 ### lakecore compaction
@@ -34,11 +29,14 @@ commits is skipped too. `compact` runs lakecore's Spark **compact** job on exact
 buckets (`--bucket dt=...:N`) and commits one `COMPACT` snapshot, emitting the table's asset
 event. Ingest may commit meanwhile: a COMPACT commit conflicts only on its own input files.
 
-Params: **tables**, **partitions** (`key=value[,key=value]`, one per line), **strategy**
-(`universal` = Paimon's universal compaction picks, `full` = rewrite every bucket into its top
-level), **parallelism** (Spark tasks) and **time_budget_minutes**: a table whose turn comes
-after the budget is skipped, and a job still running when it runs out is stopped (an
-interrupted compaction commits nothing and leaves the table as it was).
+`check` runs first and changes nothing: Partitions that a chosen table is not partitioned
+by, or does not have, refuse the run at once (no retry), before `prepare` and Spark.
+
+Params: **tables** (empty: all), **partitions** (`key=value[,key=value]`, one per line),
+**strategy** (`universal` = Paimon's universal compaction picks, `full` = rewrite every
+bucket into its top level), **parallelism** (Spark tasks) and **time_budget_minutes**: a
+table whose turn comes after the budget is skipped, and a job still running when it runs out
+is stopped (an interrupted compaction commits nothing and leaves the table as it was).
 """
 
 cfg = load_config()
@@ -55,12 +53,7 @@ with DAG(
     **dag_args(cfg, "compaction"),
     params={
         "tables": tables_param(cfg, "compact"),
-        "partitions": Param(
-            [], type="array", items={"type": "string", "pattern": PARTITION_PATTERN},
-            title="Partitions",
-            description="Only these partitions, e.g. dt=2026-11-01 (one per line); "
-                        "empty: every partition.",
-        ),
+        "partitions": partitions_param(),
         "strategy": Param(
             comp.strategy.value, type="string", enum=["universal", "full"], title="Strategy",
             description="universal: compact the buckets Paimon's universal compaction picks; "
@@ -85,6 +78,7 @@ with DAG(
     doc_md=DOC + tables_doc(cfg),
 ) as dag:
     prepare = prepare_lake(create_tables=False)
+    check_compaction() >> prepare
     for spec in cfg.tables:
         with TaskGroup(group_id=spec.slug, tooltip=f"compact {spec.name}"):
             plan = plan_compaction(spec.name)

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from airflow.sdk import DAG, Param, TaskGroup, chain
 from lake_airflow.config import load_config
-from lake_airflow.dag_support import (
-    DURATION_PATTERN,
-    dag_args,
-    tables_doc,
-    tables_param,
-)
+from lake_airflow.dag_support import dag_args, duration_param, tables_doc, tables_param
 from lake_airflow.operators import LakeMaintainOperator
 from lake_airflow.submit import MaintenanceStep
 from lake_airflow.tasks import prepare_lake
@@ -28,7 +23,13 @@ logging its report:
 3. `remove_orphans`: files no snapshot or tag references and older than
    **orphan_older_than** (a writer may still own a younger one).
 
-Param **dry_run** plans and reports without deleting anything.
+**Dry run.** A run you trigger is a **dry run unless you untick "Dry run"**: it plans and
+reports what it would remove and deletes nothing. The **scheduled** run ignores the box and
+follows the tables file's `maintenance.dry_run` (DRY_RUN_NOW).
+
+**Triggering unpauses.** Triggering a paused DAG from the UI also unpauses it (Airflow's
+"Unpause on trigger", on by default in the trigger form), and from then on the scheduled
+runs happen too, with the tables file's setting. Untick "Unpause on trigger" to run once only.
 """
 
 cfg = load_config()
@@ -41,16 +42,15 @@ with DAG(
     **dag_args(cfg, "maintenance"),
     params={
         "tables": tables_param(cfg, "maintain"),
-        "dry_run": Param(maint.dry_run, type="boolean", title="Dry run",
-                         description="Report what would be removed; delete nothing."),
-        "orphan_older_than": Param(
-            maint.orphan_older_than, type="string", pattern=DURATION_PATTERN,
-            title="Orphan files older than",
-            description="Only unreferenced files older than this are removed, e.g. '1 d', "
-                        "'12 h'.",
-        ),
+        "dry_run": Param(True, type="boolean", title="Dry run",
+                         description="On (the default for a run you trigger): report what "
+                                     "would be removed, delete nothing. Scheduled runs ignore "
+                                     "this box and follow the tables file's "
+                                     f"maintenance.dry_run ({str(maint.dry_run).lower()})."),
+        "orphan_older_than": duration_param(maint.orphan_older_than),
     },
-    doc_md=DOC + tables_doc(cfg),
+    doc_md=DOC.replace("DRY_RUN_NOW", "now: dry run" if maint.dry_run
+                       else "now: off, so scheduled runs delete") + tables_doc(cfg),
 ) as dag:
     prepare = prepare_lake(create_tables=False)
     for spec in cfg.tables:

@@ -50,8 +50,12 @@ with DAG(
     params={
         "table": Param(dated[0], type="string", enum=dated, title="Table",
                        description="The date-partitioned table to watch."),
-        "partition": Param(type="string", pattern=PARTITION_PATTERN, title="Partition",
-                           description="The partition to wait for, e.g. dt=2026-11-01."),
+        "partition": Param(type="string", pattern=PARTITION_PATTERN, minLength=3,
+                           title="Partition",
+                           description="The partition to wait for: KEY=VALUE with the "
+                                       "table's partition keys, e.g. dt=2026-11-01 (several "
+                                       "keys: dt=2026-11-01,region=eu). Anything else is "
+                                       "refused when you trigger."),
         "newer_than_snapshot": Param(None, type=["null", "integer"], minimum=0,
                                      title="Newer than snapshot",
                                      description="Empty: wait until the partition is marked "

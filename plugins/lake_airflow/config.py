@@ -26,6 +26,8 @@ CONFIG_NAME = "lakecore_tables.yaml"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.[A-Za-z_][A-Za-z0-9_]*$")
 DATE_PLACEHOLDER = "{date}"
+# an age in Paimon's units ('1 d', '12 h'); lakecore's parse_age accepts exactly these
+DURATION_PATTERN = r"^\s*\d+\s*(ms|s|sec|min|m|h|d|day|days)\s*$"
 
 
 class LakeConfigError(ValueError):
@@ -215,6 +217,14 @@ def _positive_int(obj: Any, where: str) -> int:
     return obj
 
 
+def _duration(obj: Any, where: str) -> str:
+    text = str(obj)
+    if not re.match(DURATION_PATTERN, text):
+        raise LakeConfigError(f"{where}: {text!r} is not a duration; write a number and a "
+                              "unit (ms, s, min, h or d), e.g. '1 d' or '12 h'")
+    return text.strip()
+
+
 def _strings(obj: Any, where: str) -> dict[str, str]:
     out = {}
     for k, v in _mapping(obj, where).items():
@@ -327,7 +337,8 @@ def parse_config(data: Any, path: str = "<memory>",
             _positive_int(comp.get("time_budget_minutes", 120),
                           "compaction.time_budget_minutes"),
         ),
-        maintenance=MaintenanceDefaults(str(maint.get("orphan_older_than", "1 d")),
+        maintenance=MaintenanceDefaults(_duration(maint.get("orphan_older_than", "1 d"),
+                                                  "maintenance.orphan_older_than"),
                                         bool(maint.get("dry_run", False))),
         spark=SparkDefaults(str(spark.get("conn_id", "spark_default")),
                             _strings(spark.get("conf"), "spark.conf"),

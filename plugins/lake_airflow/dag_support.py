@@ -5,6 +5,7 @@ Parse-time only (Airflow and the tables file); no lakecore, no pyspark.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,11 +14,12 @@ from airflow.sdk import Param
 from lake_airflow.config import LakeConfig, TableSpec
 from lake_airflow.submit import DURATION_PATTERN, PARTITION_PATTERN
 
-__all__ = ["DURATION_PATTERN", "PARTITION_PATTERN", "START_DATE", "TAG", "dag_args",
-           "default_args", "merge_schema_param", "one_ingest_at_a_time", "tables_doc",
-           "tables_param"]
+__all__ = ["DURATION_CHOICES", "DURATION_PATTERN", "PARTITION_PATTERN", "START_DATE", "TAG",
+           "dag_args", "default_args", "duration_param", "merge_schema_param",
+           "one_ingest_at_a_time", "partitions_param", "tables_doc", "tables_param"]
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 TAG = "lakecore"
+DURATION_CHOICES = ("1 h", "6 h", "12 h", "1 d", "2 d", "3 d", "7 d", "14 d", "30 d")
 
 
 def dag_args(cfg: LakeConfig, kind: str, max_active_runs: int = 1) -> dict[str, Any]:
@@ -52,16 +54,55 @@ def default_args(cfg: LakeConfig) -> dict[str, Any]:
 
 
 def tables_param(cfg: LakeConfig, what: str) -> Param:
+    """A multi-select of the declared tables; empty (the default) means all of them, so the
+    field is optional (``null`` allowed: the form sends null for an empty selection)."""
     names = cfg.table_names
     return Param(
-        names,
-        type="array",
+        [],
+        type=["array", "null"],
         items={"type": "string", "enum": names},
+        examples=names,  # the form's multi-select offers these
         uniqueItems=True,
         title="Tables",
-        description=f"Tables to {what}; empty means every declared table "
-                    f"({', '.join(names)}).",
+        description=f"Tables to {what}: pick one or more of {', '.join(names)}. Empty (the "
+                    "default): every declared table.",
     )
+
+
+def partitions_param() -> Param:
+    """Optional partition specs; which keys fit which tables is checked by the first task."""
+    return Param(
+        [],
+        type=["array", "null"],
+        items={"type": "string", "pattern": PARTITION_PATTERN},
+        title="Partitions",
+        description="Only these partitions, one per line, each KEY=VALUE[,KEY=VALUE] with "
+                    "the chosen tables' partition keys, e.g. dt=2026-11-01. Empty (the "
+                    "default): every partition. Before anything runs, the run is refused "
+                    "when a chosen table lacks these keys or the partition.",
+    )
+
+
+def duration_param(default: str) -> Param:
+    """The orphan files' minimum age: a choice of Paimon durations (a typo cannot reach the
+    job, and a refused value is named with the choices, not a regex)."""
+    choices = sorted({*DURATION_CHOICES, default.strip()}, key=_duration_seconds)
+    return Param(
+        default.strip(), type="string", enum=choices, title="Orphan files older than",
+        description="Only unreferenced files older than this are removed (a writer may "
+                    "still own a younger one). The tables file's maintenance."
+                    f"orphan_older_than ({default.strip()}) is the default.",
+    )
+
+
+def _duration_seconds(text: str) -> float:
+    found = re.fullmatch(r"\s*(\d+)\s*([a-z]+)\s*", text)
+    if found is None:  # the tables file's value is checked when it is read: not reached
+        return float("inf")
+    number, unit = found.groups()
+    scale = {"ms": 0.001, "s": 1, "sec": 1, "min": 60, "m": 60, "h": 3600, "d": 86400,
+             "day": 86400, "days": 86400}
+    return int(number) * scale[unit]
 
 
 def merge_schema_param() -> Param:

@@ -371,7 +371,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             _show(run)
             watcher.show_events()
             watcher.wait_and_show()
-        for run in run_dags(env, [{"dag": "lakecore_maintenance", "date": "2026-11-04"}], log):
+        for run in run_dags(env, [{"dag": "lakecore_maintenance", "date": "2026-11-04",
+                                  "conf": {"dry_run": False}}], log):
             _show(run)
         fixed = DATES[1]
         write_orders(landing, fixed, version=2)

@@ -26,7 +26,7 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from lake_airflow.assets import commit_alias, emit, event_extra
 from lake_airflow.config import CompactionStrategy, LakeConfig, TableSpec, load_config
@@ -44,6 +44,11 @@ from lake_airflow.submit import (
 )
 
 SUMMARY_PREFIX = '{"job"'
+SCHEDULED_RUN_TYPE = "scheduled"  # DagRunType.SCHEDULED
+# job errors that a retry cannot fix (bad input, a table or declaration that must change):
+# lakecore's validation errors, and these Python ones
+_NOT_TRANSIENT = ("FileNotFoundError", "ValueError", "KeyError", "TypeError",
+                  "AnalysisException", "IllegalArgumentException")
 
 
 @contextmanager
@@ -66,6 +71,19 @@ def _secret_in_environment(name: str, value: str | None) -> Iterator[None]:
             os.environ.pop(name, None)
         else:
             os.environ[name] = previous
+
+
+def not_transient(error: str) -> bool:
+    """Whether a job's one-line error (``SomeError: message``) is one a retry cannot fix."""
+    name = error.partition(":")[0].strip().rpartition(".")[2]
+    if not name:
+        return False
+    if name in _NOT_TRANSIENT:
+        return True
+    import lakecore.errors as errors
+
+    kind = getattr(errors, name, None)
+    return isinstance(kind, type) and issubclass(kind, errors.LakecoreValidationError)
 
 
 def skip(context: Mapping[str, Any], reason: str) -> AirflowSkipException:
@@ -177,6 +195,10 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
                            "as it was)") from None
             if self.summary:
                 self.log.error("job summary: %s", json.dumps(self.summary))
+                error = str(self.summary.get("error") or "")
+                if not_transient(error):
+                    raise AirflowFailException(f"{self.table}: {error} (not transient: not "
+                                               "retried)") from None
             raise
         finally:
             if timer is not None:
@@ -299,6 +321,20 @@ class LakeIngestOperator(LakeSparkSubmitOperator):
         merge_schema = bool((context.get("params") or {}).get("merge_schema", False))
         return ingest_spec(cfg, table, run, day, overwrite=overwrite, merge_schema=merge_schema)
 
+    def check_skip(self, context: Mapping[str, Any], cfg: LakeConfig) -> None:
+        """Beyond the run's ``check`` task (a cleared task runs without it): no Spark start
+        for a missing landing folder; fail at once, without retry."""
+        from lake_airflow.checks import RunRefused, check_sources
+
+        super().check_skip(context, cfg)
+        table = cfg.table(self.table)
+        day = (date.fromisoformat(str(self.partition_date)) if self.partition_date
+               else RunInfo.from_context(context).day)
+        try:
+            check_sources([table], day)
+        except RunRefused as e:
+            raise AirflowFailException(str(e)) from None
+
     def partitions_to_mark(self, context: Mapping[str, Any], cfg: LakeConfig
                            ) -> list[dict[str, str]]:
         """A run writes its date partition whole (the day's extract, or a backfill's
@@ -358,6 +394,14 @@ class LakeCompactOperator(LakeSparkSubmitOperator):
         super().report(summary)
 
 
+def maintenance_dry_run(context: Mapping[str, Any], cfg: LakeConfig) -> bool:
+    """A scheduled run follows the tables file's ``maintenance.dry_run``; any other run (one
+    you trigger, a backfill) its ``dry_run`` Param, which defaults to a dry run."""
+    if RunInfo.from_context(context).run_type == SCHEDULED_RUN_TYPE:
+        return cfg.maintenance.dry_run
+    return bool((context.get("params") or {}).get("dry_run", True))
+
+
 class LakeMaintainOperator(LakeSparkSubmitOperator):
     """One maintenance step (expire snapshots / partitions, remove orphans) of one table."""
 
@@ -371,9 +415,17 @@ class LakeMaintainOperator(LakeSparkSubmitOperator):
                    table: TableSpec) -> SparkSubmitSpec:
         p = context["params"]
         return maintain_spec(cfg, table, MaintenanceStep(self.step),
-                             dry_run=bool(p.get("dry_run", cfg.maintenance.dry_run)),
+                             dry_run=maintenance_dry_run(context, cfg),
                              older_than=p.get("orphan_older_than") or
                              cfg.maintenance.orphan_older_than)
+
+    def check_skip(self, context: Mapping[str, Any], cfg: LakeConfig) -> None:
+        super().check_skip(context, cfg)
+        scheduled = RunInfo.from_context(context).run_type == SCHEDULED_RUN_TYPE
+        dry = maintenance_dry_run(context, cfg)
+        self.log.info("%s: %s (%s)", self.table, "dry run, nothing is deleted" if dry
+                      else "deletes what it reports", "a scheduled run: the tables file's "
+                      "maintenance.dry_run" if scheduled else "the run's 'Dry run' Param")
 
     def report(self, summary: Mapping[str, Any]) -> None:
         for step in summary.get("steps", []):

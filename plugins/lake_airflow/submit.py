@@ -24,6 +24,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from lake_airflow.config import DURATION_PATTERN as DURATION_PATTERN  # re-exported
 from lake_airflow.config import CompactionStrategy, LakeConfig, TableSpec
 
 LAUNCHER = Path(__file__).with_name("spark_launch.py")
@@ -31,8 +32,8 @@ PY_FILES_ENV = "LAKECORE_PY_FILES"  # the --py-files artifact (dist/lakecore.zip
 PYSPARK_PYTHON_ENV = "LAKECORE_PYSPARK_PYTHON"  # Python of the driver and the executors
 SPARK_CONF_ENV = "LAKECORE_SPARK_CONF"  # JSON object of extra Spark conf (this machine's)
 BACKFILL_RUN_TYPE = "backfill"  # DagRunType.BACKFILL_JOB
-# Param patterns: an age in Paimon's units ('1 d', '12 h'), one partition spec ('dt=2026-11-01')
-DURATION_PATTERN = r"^\s*\d+\s*(ms|s|sec|min|m|h|d|day|days)\s*$"
+# Param patterns: an age in Paimon's units ('1 d', '12 h': config.DURATION_PATTERN), one
+# partition spec ('dt=2026-11-01')
 PARTITION_PATTERN = (r"^[A-Za-z_][A-Za-z0-9_]*=[^,=]*[^,=\s][^,=]*"
                      r"(,[A-Za-z_][A-Za-z0-9_]*=[^,=]*[^,=\s][^,=]*)*$")
 

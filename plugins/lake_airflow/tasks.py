@@ -3,24 +3,33 @@
 They run in the Airflow worker, import lakecore only when they run, and log what they found:
 ``prepare`` (the lock table and the declared tables), ``plan`` (per bucket: compact now,
 inside the off-peak window or at the stop trigger, or skip, and say why),
-``plan_partitions`` and ``tag_before_backfill`` (the backfill).
+``plan_partitions`` and ``tag_before_backfill`` (the backfill). The first task of a run
+(``check``, the backfill's ``plan_partitions``) changes nothing and fails without retry when
+the Params cannot work (``lake_airflow.checks``).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
 from typing import Any
 
 from airflow.sdk import get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from lake_airflow.checks import (
+    RunRefused,
+    backfill_dates,
+    check_partition_keys,
+    check_partitions_exist,
+    check_sources,
+    missing_source,
+)
 from lake_airflow.config import CompactionStrategy, LakeConfig, load_config
 from lake_airflow.lock import LOCK_TABLE, ensure_lock_table, resolve_lock
 from lake_airflow.operators import budget_deadline, selected_tables, skip
-from lake_airflow.submit import parse_partition
+from lake_airflow.submit import RunInfo, parse_partition
 from lake_airflow.tables import (
     TableMismatchError,
     ensure_tables,
@@ -139,40 +148,80 @@ def plan_compaction(table: str) -> dict[str, Any]:
     return out
 
 
-def backfill_dates(start: str, end: str, max_days: int) -> list[str]:
-    """Every date from ``start`` to ``end`` inclusive; ValueError says what is wrong."""
+def _refuse(e: RunRefused) -> AirflowFailException:
+    """A run its Params cannot make work: fail now, without retry, with the one line."""
+    log.error("refused: %s", e)
+    return AirflowFailException(str(e))
+
+
+@task(task_id="check", retries=0)
+def check_ingest() -> dict[str, Any]:
+    """The ingest's first task (before ``prepare``, no Spark, changes nothing): every chosen
+    table has landing data for the run's date (``source.path`` with its ``{date}``)."""
+    ctx = get_current_context()
+    cfg = load_config()
+    specs = [cfg.table(n) for n in selected_tables(ctx["params"], cfg)]
+    day = RunInfo.from_context(ctx).day
     try:
-        first, last = date.fromisoformat(start), date.fromisoformat(end)
-    except (TypeError, ValueError):
-        raise ValueError(f"start_date {start!r} and end_date {end!r} must be YYYY-MM-DD") from None
-    if last < first:
-        raise ValueError(f"end_date {end} is before start_date {start}")
-    days = (last - first).days + 1
-    if days > max_days:
-        raise ValueError(f"{days} partitions requested; at most {max_days} per backfill "
-                         "(airflow.backfill_max_days in the tables file)")
-    return [(first + timedelta(days=i)).isoformat() for i in range(days)]
+        check_sources(specs, day)
+    except RunRefused as e:
+        raise _refuse(e) from None
+    sources = {s.name: s.source.path_for(day) for s in specs}
+    log.info("landing data for %s: %s", day, sources)
+    return {"date": day.isoformat(), "sources": sources}
 
 
-@task(task_id="plan_partitions")
+@task(task_id="check", retries=0)
+def check_compaction() -> dict[str, Any]:
+    """The compaction's first task (before ``prepare``, no Spark, changes nothing): the
+    Partitions Param fits every chosen table's partition keys, and each exists there."""
+    from lake_airflow.changes import live_partitions
+
+    ctx = get_current_context()
+    cfg = load_config()
+    specs = [cfg.table(n) for n in selected_tables(ctx["params"], cfg)]
+    partitions = list(ctx["params"].get("partitions") or [])
+    try:
+        parsed = check_partition_keys(specs, partitions)
+        if partitions:
+            catalog = open_catalog(cfg)
+            try:
+                for spec in specs:
+                    table = get_table(catalog, spec.name)
+                    if table is None:
+                        raise RunRefused(f"{spec.name} does not exist yet: it has no "
+                                         f"partition {', '.join(partitions)}")
+                    check_partitions_exist(spec.name, parsed[spec.name],
+                                           live_partitions(table))
+            finally:
+                catalog.close()
+    except RunRefused as e:
+        raise _refuse(e) from None
+    log.info("compacting %s, partitions: %s", [s.name for s in specs], partitions or "all")
+    return {"tables": [s.name for s in specs], "partitions": partitions}
+
+
+@task(task_id="plan_partitions", retries=0)
 def plan_partitions() -> list[str]:
-    """Validate the backfill's Params; one partition date per mapped overwrite task."""
+    """The backfill's first task (before ``prepare``, no Spark, changes nothing): the table
+    is date-partitioned, the range is valid and every date has landing data; one partition
+    date per mapped overwrite task."""
     ctx = get_current_context()
     cfg = load_config()
     p = ctx["params"]
     spec = cfg.table(p["table"])
-    if not spec.date_partition:
-        raise AirflowFailException(f"{spec.name} has no date_partition: it cannot be "
-                                   "backfilled by partition")
     try:
+        if not spec.date_partition:
+            raise RunRefused(f"{spec.name} has no date_partition: it cannot be backfilled by "
+                             "partition")
         dates = backfill_dates(p["start_date"], p["end_date"], cfg.backfill_max_days)
-    except ValueError as e:
-        raise AirflowFailException(str(e)) from None
-    missing = [d for d in dates if "://" not in (path := spec.source.path_for(
-        date.fromisoformat(d))) and not os.path.exists(path)]
-    if missing:
-        raise AirflowFailException(f"no source data for {spec.name} on {missing} "
-                                   f"({spec.source.path})")
+        missing = [m for d in dates if (m := missing_source(spec, date.fromisoformat(d)))]
+        if missing:
+            raise RunRefused(f"no landing data for {len(missing)} of the {len(dates)} "
+                             f"date(s): {missing[0]}"
+                             + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    except RunRefused as e:
+        raise _refuse(e) from None
     log.info("backfilling %s: %d partition(s) %s", spec.name, len(dates), dates)
     return dates
 

@@ -41,6 +41,7 @@ for dag_id, dag in bag.dags.items():
     for name in dag.params:
         p = dag.params.get_param(name)
         params[name] = {"schema": p.schema, "has_default": p.has_value,
+                        "value": p.value if p.has_value else None,
                         "description": p.description}
     try:
         dag.params.validate()
@@ -59,7 +60,8 @@ for dag_id, dag in bag.dags.items():
                     for t in dag.tasks},
         "defaults_valid": defaults_valid,
         "tasks": {t.task_id: {"retries": t.retries, "type": type(t).__name__,
-                              "doc": bool(getattr(t, "doc_md", None))} for t in dag.tasks},
+                              "doc": bool(getattr(t, "doc_md", None)),
+                              "upstream": sorted(t.upstream_task_ids)} for t in dag.tasks},
     }
 out["modules"] = sorted(m for m in sys.modules if m.split(".")[0] in HEAVY)
 if LOAD_PLUGINS:
@@ -98,12 +100,28 @@ def test_no_lakecore_or_pyspark_at_parse_time(report: dict[str, Any]) -> None:
     assert report["modules"] == []
 
 
+FIRST = {"lakecore_ingest": "check", "lakecore_compaction": "check",
+         "lakecore_backfill": "plan_partitions"}  # changes nothing, refuses bad runs
+
+
 def test_tags_retries_docs(report: dict[str, Any]) -> None:
     for dag_id, dag in report["dags"].items():
         assert "lakecore" in dag["tags"] and len(dag["tags"]) >= 2, dag_id
         assert len(dag["doc_md"]) > 200 and "shop.orders" in dag["doc_md"], dag_id
         for task_id, task in dag["tasks"].items():
-            assert task["retries"] >= 1, (dag_id, task_id)
+            if FIRST.get(dag_id) == task_id:  # a refused run is not transient: no retry
+                assert task["retries"] == 0, (dag_id, task_id)
+            else:
+                assert task["retries"] >= 1, (dag_id, task_id)
+
+
+def test_the_checks_run_first_before_prepare(report: dict[str, Any]) -> None:
+    for dag_id, first in FIRST.items():
+        tasks = report["dags"][dag_id]["tasks"]
+        assert tasks[first]["upstream"] == [], dag_id
+        assert tasks["prepare"]["upstream"] == [first], dag_id
+    for dag_id in ("lakecore_ingest", "lakecore_maintenance", "lakecore_backfill"):
+        assert "Unpause on trigger" in report["dags"][dag_id]["doc_md"], dag_id
 
 
 def test_params_are_typed_titled_described_and_valid(report: dict[str, Any]) -> None:
@@ -116,14 +134,34 @@ def test_params_are_typed_titled_described_and_valid(report: dict[str, Any]) -> 
             assert dag["defaults_valid"] is True, dag_id  # scheduled runs use the defaults
     b = report["dags"]["lakecore_backfill"]["params"]
     assert b["table"]["schema"]["enum"] == ["shop.orders"]  # only date-partitioned tables
+    assert "only the tables partitioned by date" in b["table"]["description"]
     for name in ("start_date", "end_date"):
         assert b[name]["schema"]["format"] == "date" and not b[name]["has_default"]
     c = report["dags"]["lakecore_compaction"]["params"]
     assert c["strategy"]["schema"]["enum"] == ["universal", "full"]
     assert c["parallelism"]["schema"]["minimum"] == 1
-    assert c["tables"]["schema"]["items"]["enum"] == ["shop.orders", "shop.customers"]
+    for dag_id in ("lakecore_ingest", "lakecore_compaction", "lakecore_maintenance"):
+        # a multi-select of the declared tables; optional (null allowed) since empty = all
+        t = report["dags"][dag_id]["params"]["tables"]
+        assert t["schema"]["type"] == ["array", "null"], dag_id
+        assert t["schema"]["items"]["enum"] == ["shop.orders", "shop.customers"]
+        assert t["schema"]["examples"] == ["shop.orders", "shop.customers"]
+        assert "Empty (the default): every declared table" in t["description"]
+        assert t["value"] == []
+    parts = c["partitions"]["schema"]
+    assert parts["type"] == ["array", "null"] and parts["items"]["pattern"]
     m = report["dags"]["lakecore_ingest"]["params"]["merge_schema"]
     assert m["schema"]["type"] == "boolean" and m["has_default"]  # default off
+    assert "landing" in report["dags"]["lakecore_ingest"]["doc_md"]
+    maint = report["dags"]["lakecore_maintenance"]
+    dry = maint["params"]["dry_run"]  # a run you trigger: dry unless asked; schedule: YAML
+    assert dry["schema"]["type"] == "boolean" and dry["value"] is True
+    assert "Scheduled runs ignore this box" in dry["description"]
+    assert "dry run unless you untick" in maint["doc_md"]
+    age = maint["params"]["orphan_older_than"]["schema"]
+    assert "1 d" in age["enum"] and "12 h" in age["enum"]  # a choice: no regex in errors
+    ready = report["dags"]["lakecore_partition_ready"]["params"]["partition"]["schema"]
+    assert ready["pattern"] and ready["minLength"] == 3
 
 
 def test_generated_from_the_tables_file(report: dict[str, Any]) -> None:

@@ -151,17 +151,32 @@ def test_summary_line_is_parsed_from_the_job_output() -> None:
     assert op.summary == {"job": "compact", "status": "ok", "snapshot_ids": [4], "buckets": 2}
 
 
-def test_backfill_range_validation_and_tag_name() -> None:
-    from lake_airflow.tasks import backfill_dates, tag_name
+def test_backfill_tag_name() -> None:
+    from lake_airflow.tasks import tag_name
 
-    assert backfill_dates("2026-10-30", "2026-11-02", 31) == [
-        "2026-10-30", "2026-10-31", "2026-11-01", "2026-11-02"]
-    assert backfill_dates("2026-11-01", "2026-11-01", 1) == ["2026-11-01"]
-    with pytest.raises(ValueError, match="before start_date"):
-        backfill_dates("2026-11-02", "2026-11-01", 31)
-    with pytest.raises(ValueError, match="at most 31"):
-        backfill_dates("2026-01-01", "2026-03-01", 31)
-    with pytest.raises(ValueError, match="YYYY-MM-DD"):
-        backfill_dates("11/01/2026", "2026-11-02", 31)
     name = tag_name("manual__2026-11-06T00:00:00+00:00", "2026-11-01", "2026-11-02")
     assert name == "backfill-2026-11-01_2026-11-02_manual__2026-11-06T00-00-00-00-00"
+
+
+def test_maintenance_dry_run_by_run_type() -> None:
+    """A run you trigger is dry unless its Param says otherwise; a scheduled run follows the
+    tables file (maintenance.dry_run: false in the repo's file)."""
+    from lake_airflow.operators import maintenance_dry_run
+
+    cfg = load_config()
+    assert cfg.maintenance.dry_run is False
+    assert maintenance_dry_run(context("t", "manual"), cfg) is True
+    assert maintenance_dry_run(context("t", "manual", {"dry_run": False}), cfg) is False
+    assert maintenance_dry_run(context("t", "scheduled", {"dry_run": True}), cfg) is False
+
+
+def test_job_errors_a_retry_cannot_fix() -> None:
+    from lake_airflow.operators import not_transient
+
+    assert not_transient("SchemaError: column 'x' is not in the table")
+    assert not_transient("lakecore.errors.PartitionValueError: bad partition")
+    assert not_transient("FileNotFoundError: /landing/orders/dt=2026-11-02")
+    assert not not_transient("CommitRetryableError: lost the race 10 times")
+    assert not not_transient("CatalogLockTimeoutError: held by pid=7")
+    assert not not_transient("ConnectionResetError: peer reset")
+    assert not not_transient("")

@@ -121,7 +121,7 @@ def test_every_dag_on_sqlite(tmp_path: Path, spark_zip: Path) -> None:
         ingest(D2, "shop.customers"),  # a rerun of the same run
         {"dag": "lakecore_compaction", "date": "2026-11-03"},
         {"dag": "lakecore_maintenance", "date": "2026-11-03",
-         "conf": {"tables": ["shop.customers"]}},
+         "conf": {"tables": ["shop.customers"], "dry_run": False}},
         backfill("shop.orders", D2, D1),  # invalid: end before start
         check=False)
     assert [r["state"] for r in (r1, r2, r3, r4, r5)] == ["success"] * 5
@@ -221,7 +221,8 @@ def test_every_dag_on_postgres_with_overlapping_runs(tmp_path: Path, spark_zip: 
     assert customers_state(lake.read("shop.customers")) == expected_customers(2)  # no row lost
 
     rm, rb = lake.run({"dag": "lakecore_maintenance", "date": "2026-11-03",
-                       "conf": {"tables": ["shop.customers"]}}, backfill("shop.orders", D1, D1))
+                       "conf": {"tables": ["shop.customers"], "dry_run": False}},
+                      backfill("shop.orders", D1, D1))
     check_maintenance(rm, "shop__customers", expired=1)
     assert customers_state(lake.read("shop.customers")) == expected_customers(2)
 

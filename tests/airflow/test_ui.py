@@ -148,12 +148,36 @@ def test_health_routes_refuse_anonymous(server: Server) -> None:
     ("lakecore_compaction", {"partitions": ["dt"]}),
     ("lakecore_ingest", {"tables": ["shop.ghost"]}),
     ("lakecore_maintenance", {"orphan_older_than": "soon"}),
+    ("lakecore_partition_ready", {"table": "shop.orders", "partition": "dt"}),
 ])
 def test_rest_api_rejects_bad_params(server: Server, dag_id: str, conf: dict[str, Any]
                                      ) -> None:
     r = server.api("POST", f"/api/v2/dags/{dag_id}/dagRuns",
                    json={"logical_date": None, "conf": conf})
     assert r.status_code == 400, r.text
+
+
+def test_rest_api_refusals_name_the_choices(server: Server) -> None:
+    """A refused choice is named with the values it could have been, not a regex."""
+    r = server.api("POST", "/api/v2/dags/lakecore_maintenance/dagRuns",
+                   json={"logical_date": None, "conf": {"orphan_older_than": "1 week"}})
+    assert r.status_code == 400 and "'1 week' is not one of" in r.text and "'1 d'" in r.text
+    r = server.api("POST", "/api/v2/dags/lakecore_ingest/dagRuns",
+                   json={"logical_date": None, "conf": {"tables": ["shop.ghost"]}})
+    assert r.status_code == 400 and "'shop.ghost' is not one of" in r.text
+
+
+@pytest.mark.parametrize(("dag_id", "conf"), [
+    ("lakecore_ingest", {"tables": []}),  # empty: every table, as the field says
+    ("lakecore_ingest", {"tables": None}),  # what the form sends for an empty multi-select
+    ("lakecore_compaction", {"tables": None, "partitions": None}),
+    ("lakecore_maintenance", {}),
+])
+def test_rest_api_accepts_empty_optional_fields(server: Server, dag_id: str,
+                                                conf: dict[str, Any]) -> None:
+    r = server.api("POST", f"/api/v2/dags/{dag_id}/dagRuns",
+                   json={"logical_date": None, "conf": conf})
+    assert r.status_code == 200, r.text
 
 
 def test_rest_api_accepts_good_params(server: Server) -> None:
