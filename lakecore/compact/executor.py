@@ -10,6 +10,7 @@ import numpy as np
 
 from lakecore.compact.changelog import ChangelogMaker
 from lakecore.compact.deletion_vectors import BucketVectors
+from lakecore.compact.first_row import known_level0_rows, refuse_retractions
 from lakecore.compact.keys import KeyOrder
 from lakecore.compact.levels import Levels, SortedRun
 from lakecore.compact.lookup import apply_vector
@@ -24,7 +25,7 @@ from lakecore.io.data_file_reader import iter_data_file
 from lakecore.io.data_file_writer import RollingFileWriter
 from lakecore.io.schema_mapping import check_rewritable
 from lakecore.io.specs import file_writer_spec, merge_spec_for
-from lakecore.options import ChangelogProducer
+from lakecore.options import ChangelogProducer, MergeEngine
 from lakecore.store.file_store import FileStore
 from lakecore.utils.faults import CrashStep, maybe_crash
 
@@ -101,17 +102,29 @@ class BucketCompactor:
 
     def _drop_tied_level0(self, task: CompactTaskPlan
                           ) -> tuple[Sequence[Rewrite | Upgrade], dict[str, Any] | None]:
-        """The task's steps, and the level-0 rows they must drop (``ties.py``): those files
-        are rewritten, not upgraded."""
+        """The task's steps, and the level-0 rows they must drop (``ties.py``; a first-row
+        table's lookup: ``first_row.py``): those files are rewritten, not upgraded."""
         unit = task.unit
         l0 = [f for f in unit.files if f.level == 0]
         in_unit = {f.file_name for f in unit.files}
         above = [f for f in self.levels.all_files() if f.level > 0 and f.file_name not in in_unit]
-        if not l0 or not above:
-            return task.plan.steps, None
         spec = merge_spec_for(self.table)
-        dropped = tied_level0_rows(self.table, self.partition, self.bucket, l0, above,
-                                   spec.engine, spec.sequence_fields)
+        if l0 and spec.engine is MergeEngine.FIRST_ROW:
+            # Paimon's FirstRowMergeFunctionWrapper (first_row.py): a lifted level-0 key that
+            # a level above the output holds is dropped; a retraction fails the compaction
+            if not spec.ignore_delete:
+                refuse_retractions(self.table, self.partition, self.bucket, l0)
+            higher = [f for f in above if f.level > unit.output_level]
+            above = [f for f in above if f.level <= unit.output_level]
+            dropped = known_level0_rows(self.table, self.partition, self.bucket, l0, higher)
+        else:
+            dropped = {}
+        if l0 and above:
+            for name, positions in tied_level0_rows(
+                    self.table, self.partition, self.bucket, l0, above, spec.engine,
+                    spec.sequence_fields).items():
+                old = dropped.get(name)
+                dropped[name] = positions if old is None else np.union1d(old, positions)
         if not dropped:
             return task.plan.steps, None
         steps: list[Rewrite | Upgrade] = [

@@ -110,7 +110,7 @@ def superseded(table: FileStore, partition: Sequence[Any], bucket: int,
     out: dict[str, np.ndarray] = {}
     if new_keys.num_rows == 0:
         return out
-    probe = _KeyProbe(new_keys.select(keys))
+    probe = KeyProbe(new_keys.select(keys))
 
     def one(f: DataFileMeta) -> np.ndarray:
         t = read_data_file(table, partition, bucket, f, keys + [VALUE_KIND])
@@ -132,7 +132,7 @@ def superseded(table: FileStore, partition: Sequence[Any], bucket: int,
     return out
 
 
-class _KeyProbe:
+class KeyProbe:
     """Finds the rows of a file whose key is among a fixed set of keys (see ``superseded``)."""
 
     def __init__(self, keys: pa.Table) -> None:

@@ -428,11 +428,19 @@ def _bool(func: AggregateFunction, arr: pa.Array, groups: Groups, use: np.ndarra
 
 
 def _listagg(arr: pa.Array, groups: Groups, use: np.ndarray, delimiter: str) -> pa.Array:
-    """FieldListaggAgg: non-null strings joined with the delimiter, in merge order."""
+    """FieldListaggAgg: the non-empty strings joined with the delimiter, in merge order. A
+    null input leaves the accumulator alone, and so does an empty one (``agg``: an input of
+    zero bytes returns the accumulator, an empty accumulator is replaced by the input): a
+    group of empty strings only gives '', of nulls only null."""
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         raise MergeError(f"listagg needs a STRING column, got {arr.type}")
-    lists = _hash_agg(arr, groups, use, "list")
-    return pc.binary_join(lists, delimiter).cast(arr.type)
+    filled = np.asarray(pc.fill_null(pc.greater(pc.binary_length(arr), 0), False)
+                        .to_numpy(zero_copy_only=False), dtype=bool)
+    joined = pc.binary_join(_hash_agg(arr, groups, use & filled, "list"), delimiter)
+    only_empty = (groups.count_where(use) > 0) & (groups.count_where(use & filled) == 0)
+    if only_empty.any():
+        joined = pc.if_else(pa.array(only_empty), pa.scalar("", joined.type), joined)
+    return joined.cast(arr.type)
 
 
 def _hash_agg(arr: pa.Array, groups: Groups, use: np.ndarray, how: str) -> pa.Array:

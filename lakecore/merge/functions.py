@@ -11,12 +11,16 @@ Semantics follow Paimon's Java classes (facts, re-expressed as group reductions)
   is an error (configure ``ignore-delete``).
 * partial-update (``PartialUpdateMergeFunction``): each column takes its last non-null value;
   result +I. A -U/-D is an error unless ``partial-update.remove-record-on-delete``, where a -D
-  resets the row (result -D when nothing is added after it) and -U is ignored. With sequence
+  sets the row to the -D's own values (``initRow``; so does a retraction that comes first)
+  and later records overwrite their non-null columns; -U is otherwise ignored; the result is
+  a -D when the last record is one or no +I/+U came at all. With sequence
   groups (``fields.<s>.sequence-group``) a group's columns follow its own sequence, -U/-D
   retract them, and every key of one record passes through: ``merge/groups.py``.
 * aggregation (``AggregateMergeFunction``): each column folds its field aggregator, -U/-D
-  calling ``retract``; result +I. ``aggregation.remove-record-on-delete``: a -D resets the row
-  and, when it is the last record, the result is that -D.
+  calling ``retract``; result +I. ``aggregation.remove-record-on-delete``: a -D sets the row to
+  its own values, which the later records fold onto (the aggregators' state, such as
+  first_value's ``initialized``, is not reset); when it is the last record, the result is
+  that -D.
 
 The output ``_SEQUENCE_NUMBER`` is the key's largest; a -D/-U result keeps the retraction's
 own values. ``drop_retracts`` removes -U/-D results (reads and compaction into the max level).
@@ -32,7 +36,7 @@ import pyarrow.compute as pc
 
 from lakecore.errors import MergeError
 from lakecore.format.kv import KEY_PREFIX, KV_SYSTEM_COLUMNS, SEQUENCE_NUMBER, VALUE_KIND, RowKind
-from lakecore.merge.aggregates import Groups, RetractionError, aggregate
+from lakecore.merge.aggregates import Groups, RetractionError, aggregate, take_or_null
 from lakecore.merge.groups import GroupFieldError, merge_with_sequence_groups
 from lakecore.merge.sort import group_starts
 from lakecore.merge.spec import MergeSpec
@@ -115,21 +119,38 @@ def _partial_update(
             "them, 'partial-update.remove-record-on-delete' to remove the whole row, or "
             "sequence groups to retract their columns"
         )
-    if spec.remove_record_on_delete:
-        live &= _after_last_delete(groups, kinds)
-    active = live & ~retract  # -U is ignored under remove-record-on-delete
-    no_retract = np.zeros(groups.n, dtype=bool)
-    merged = {
-        col: aggregate(AggregateFunction.LAST_NON_NULL_VALUE, _arr(table, col), groups, active,
-                       no_retract)
-        for col in _value_columns(table)
-    }
-    has_add = groups.count_where(active) > 0
     last = groups.ends - 1
+    adds = live & ~retract
+    if not spec.remove_record_on_delete:
+        no_retract = np.zeros(groups.n, dtype=bool)
+        merged = {
+            col: aggregate(AggregateFunction.LAST_NON_NULL_VALUE, _arr(table, col), groups,
+                           adds, no_retract)
+            for col in _value_columns(table)
+        }
+        has_add = groups.count_where(adds) > 0
+        out_kinds = np.where(
+            passthrough, kinds[last], np.where(has_add, RowKind.INSERT, RowKind.DELETE)
+        ).astype(np.int8)
+        return _Result(rows=last, kinds=out_kinds, merged=merged,
+                       use_merged=~passthrough & has_add)
+    # remove-record-on-delete (PartialUpdateMergeFunction.add): a -D sets the row to its own
+    # values, and so does a retraction that comes first (initRow); later +I/+U records
+    # overwrite their non-null columns. The result is a -D when the last record is one or no
+    # +I/+U came at all (meetInsert is not reset by a -D), else +I; -U is otherwise ignored.
+    base = groups.last_index(kinds == RowKind.DELETE)
+    base = np.where(base >= 0, base, np.where(retract[groups.starts], groups.starts, -1))
+    after = adds & (np.arange(groups.n) > base[groups.gid])
+    merged = {}
+    for col in _value_columns(table):
+        arr = _arr(table, col)
+        idx = groups.last_index(after & _valid(arr))
+        merged[col] = take_or_null(arr, np.where(idx >= 0, idx, base))
+    deleted = (kinds[last] == RowKind.DELETE) | (groups.count_where(adds) == 0)
     out_kinds = np.where(
-        passthrough, kinds[last], np.where(has_add, RowKind.INSERT, RowKind.DELETE)
+        passthrough, kinds[last], np.where(deleted, RowKind.DELETE, RowKind.INSERT)
     ).astype(np.int8)
-    return _Result(rows=last, kinds=out_kinds, merged=merged, use_merged=~passthrough & has_add)
+    return _Result(rows=last, kinds=out_kinds, merged=merged, use_merged=~passthrough)
 
 
 def _with_sequence_groups(
@@ -159,32 +180,48 @@ def _aggregation(
     active = seen
     last = groups.ends - 1
     deleted = np.zeros(groups.count, dtype=bool)
+    reset: _Reset | None = None
     if spec.remove_record_on_delete:
-        # A -D resets the row; it is not itself retracted from anything.
-        seen = seen & ~(kinds == RowKind.DELETE)
-        active = seen & _after_last_delete(groups, kinds)
+        # AggregateMergeFunction.add: a -D sets the row to its own values (initRow) and the
+        # records after it fold onto them; the aggregators keep their state (reset only per
+        # key), which matters to first_value / first_non_null_value (_first_after_reset).
+        is_delete = kinds == RowKind.DELETE
+        reset = _Reset(groups, is_delete, seen, seen & ~is_delete)
+        seen = reset.seen
+        active = seen & reset.after
         deleted = ~passthrough & (kinds[last] == RowKind.DELETE)
     # Records a later -D discards are still folded by Paimon (and can overflow there): check
-    # them per run between deletes, discarding the result.
+    # them per run from one -D (whose values start the run) to the next, discarding the result.
     discarded = seen & ~active
-    runs = _runs_between_deletes(groups, kinds) if discarded.any() else None
+    runs = None
+    fold_retract = retract  # the -D of remove-record-on-delete starts a fold, retracts nothing
+    if reset is not None:
+        fold_retract = retract & ~reset.deletes
+        if discarded.any():
+            runs = _runs_between_deletes(groups, kinds)
+            discarded |= reset.deletes & ~reset.row
     merged: dict[str, pa.Array] = {}
     for col in _value_columns(table):
         func = spec.aggregate_function(col)
+        arr = _arr(table, col)
+        ignore_retract = col in spec.ignore_retract
         try:
             if runs is not None and func in _EXACT:
-                aggregate(func, _arr(table, col), runs, discarded, retract,
-                          ignore_retract=col in spec.ignore_retract)
-            merged[col] = aggregate(
-                func,
-                _arr(table, col),
-                groups,
-                active,
-                retract,
-                ignore_retract=col in spec.ignore_retract,
-                delimiter=spec.listagg_delimiter(col),
-                seen=seen,
-            )
+                aggregate(func, arr, runs, discarded, fold_retract,
+                          ignore_retract=ignore_retract)
+            if reset is None or func in _FIRST:
+                merged[col] = aggregate(
+                    func, arr, groups, active, retract, ignore_retract=ignore_retract,
+                    delimiter=spec.listagg_delimiter(col), seen=seen,
+                )
+                if reset is not None:
+                    merged[col] = reset.first_after_reset(func, arr, retract, merged[col])
+            else:  # the -D's values are the accumulator the records after it fold onto
+                merged[col] = aggregate(
+                    func, arr, groups, active | reset.row, fold_retract,
+                    ignore_retract=ignore_retract, delimiter=spec.listagg_delimiter(col),
+                    seen=seen | reset.row,
+                )
         except RetractionError as e:
             hint = (f"; configure 'fields.{col}.ignore-retract'='true' to ignore retractions"
                     if e.retraction else "")
@@ -200,24 +237,55 @@ def _aggregation(
 
 
 _EXACT = (AggregateFunction.SUM, AggregateFunction.PRODUCT)
+_FIRST = (AggregateFunction.FIRST_VALUE, AggregateFunction.FIRST_NON_NULL_VALUE)
+
+
+class _Reset:
+    """The -D records of merged groups under ``aggregation.remove-record-on-delete``
+    (``deletes``), the last of each group (``row``; ``index`` per group, -1 without one), the
+    rows after it (``after``: every row of a group without one), and the rows fed to the
+    aggregators (``seen``: not the -D records)."""
+
+    def __init__(self, groups: Groups, is_delete: np.ndarray, seen_before_deletes: np.ndarray,
+                 seen: np.ndarray) -> None:
+        self.groups = groups
+        self.deletes = is_delete & seen_before_deletes
+        self.index = groups.last_index(self.deletes)
+        rows = np.arange(groups.n)
+        at = self.index[groups.gid]
+        self.row = rows == at
+        self.after = rows > at
+        self.seen = seen
+
+    def first_after_reset(self, func: AggregateFunction, arr: pa.Array, retract: np.ndarray,
+                          folded: pa.Array) -> pa.Array:
+        """first_value / first_non_null_value: FieldFirstValueAgg takes the first input only
+        while not ``initialized`` (FieldFirstNonNullValueAgg: the first non-null one), a flag
+        a -D does not reset. So once a record before the last -D set it, the result stays the
+        -D's value; otherwise it is the first (non-null) input after the -D, or the -D's
+        value when none comes."""
+        g = self.groups
+        take = self.seen & ~retract
+        if func is AggregateFunction.FIRST_NON_NULL_VALUE:
+            take &= _valid(arr)
+        initialized = g.count_where(take & ~self.after) > 0
+        later = g.count_where(take & self.after) > 0
+        use_delete = (self.index >= 0) & (initialized | ~later)
+        if not use_delete.any():
+            return folded
+        return pc.if_else(pa.array(use_delete), take_or_null(arr, self.index), folded)
 
 
 def _runs_between_deletes(groups: Groups, kinds: np.ndarray) -> Groups:
     """The rows regrouped so that a -D also starts a group (remove-record-on-delete)."""
-    after_delete = np.flatnonzero(kinds == RowKind.DELETE) + 1
-    starts = np.union1d(groups.starts, after_delete[after_delete < groups.n])
+    deletes = np.flatnonzero(kinds == RowKind.DELETE)
+    starts = np.union1d(groups.starts, deletes)
     return Groups(starts.astype(groups.starts.dtype, copy=False), groups.n)
 
 
 def _passthrough(groups: Groups, retract: np.ndarray) -> np.ndarray:
     """Groups of one retraction record, which ReducerMergeFunctionWrapper never merges."""
     return (groups.ends - groups.starts == 1) & retract[groups.starts]
-
-
-def _after_last_delete(groups: Groups, kinds: np.ndarray) -> np.ndarray:
-    """Rows after their group's last -D: remove-record-on-delete starts the row afresh there."""
-    last_delete = groups.last_index(kinds == RowKind.DELETE)
-    return np.arange(groups.n) > last_delete[groups.gid]
 
 
 def _assemble(
@@ -270,6 +338,12 @@ def _value_columns(table: pa.Table) -> list[str]:
     return [
         c for c in table.column_names if c not in KV_SYSTEM_COLUMNS and not c.startswith(KEY_PREFIX)
     ]
+
+
+def _valid(arr: pa.Array) -> np.ndarray:
+    if arr.null_count == 0:
+        return np.ones(len(arr), dtype=bool)
+    return np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _arr(table: pa.Table, name: str) -> pa.Array:

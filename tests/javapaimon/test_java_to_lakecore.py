@@ -401,16 +401,6 @@ def test_first_row(java_paimon: JavaPaimon, tmp_path: Path, write_only: str) -> 
     assert same_rows(jp, wh) == expected
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lakecore's universal (non-full) compaction of a first-row table lifts a level-0 file to "
-    "level 4 without looking its keys up in the higher levels: the level-4 file keeps (6,'c6') "
-    "and (7,'c7') although level 5 holds (6,'b6') and (7,'b7'). lakecore's merged read still "
-    "shows one row per key, [(0,'a0') .. (5,'b5'), (6,'b6'), (7,'b7'), (8,'c8'), (9,'c9')], but "
-    "Java 1.4.2 reads [(0,'a0') .. (5,'b5'), (6,'b6'), (6,'c6'), (7,'b7'), (7,'c7'), (8,'c8'), "
-    "(9,'c9')]: MergeTreeSplitGenerator makes every file of a first-row bucket without level-0 "
-    "files its own raw-convertible split (no merge), because Java's compaction "
-    "(LookupMergeTreeCompactRewriter with FirstRowMergeFunctionWrapper, LookupStrategy "
-    "needLookup for FIRST_ROW) drops a level-0 key found in a higher level."))
 def test_first_row_universal_compaction_of_java_level0(java_paimon: JavaPaimon,
                                                         tmp_path: Path) -> None:
     jp, wh = java_paimon, tmp_path

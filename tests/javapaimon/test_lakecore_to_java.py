@@ -368,15 +368,6 @@ def test_partial_update_refuses_deletes_like_java(java_paimon: JavaPaimon, lake:
         jp.call("read", **lake.at("pu"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "first-row without ignore-delete, commit C1 then [(1,None,None,'-D')]: Java's writer "
-    "refuses the -D (its lookup compaction runs it through FirstRowMergeFunctionWrapper -> "
-    "FirstRowMergeFunction.add: 'IllegalArgumentException: By default, First row merge engine "
-    "can not accept DELETE/UPDATE_BEFORE records.'); lakecore commits it: its compaction on "
-    "write lifts the lone -D file to level 4 without merging it against level 5 (files: level 5 "
-    "4 rows, level 4 1 row with delete_row_count 1), and from then on lakecore's read "
-    "('MergeError: first-row merge engine can not accept DELETE/UPDATE_BEFORE records (key "
-    "id=1, -D)') and Java's read (the IllegalArgumentException above) both fail"))
 def test_first_row_refuses_a_delete_on_write_like_java(java_paimon: JavaPaimon,
                                                        lake: Lake) -> None:
     jp = java_paimon
@@ -389,19 +380,12 @@ def test_first_row_refuses_a_delete_on_write_like_java(java_paimon: JavaPaimon,
     same(jp, lake, "fr", C1)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "remove-record-on-delete, commits [(1,'a',1,'+I'), (2,'b',2,'+I')], [(1,'gone',100,'-D')], "
-    "[(1,None,5,'+I')] (n: sum for aggregation), read before any compaction merges them: "
-    "Paimon's PartialUpdateMergeFunction / AggregateMergeFunction.add on a -D set the row to "
-    "the -D record's values (row = new GenericRow; initRow(row, kv.value())) and keep merging "
-    "onto them, so Java reads key 1 as (1,'gone',5,'+I') (partial-update) / (1,'gone',105,'+I') "
-    "(aggregation) — Java's own table of the same commits reads the same, compacted or not; "
-    "lakecore's merge (merge/functions.py _after_last_delete) starts from an empty row after "
-    "the -D and reads (1,None,5,'+I') for both; its compaction writes that, so the result "
-    "depends on which engine merges"))
 @pytest.mark.parametrize("engine", ["partial-update", "aggregation"])
 def test_remove_record_on_delete_then_insert_starts_from_the_delete_record(
         java_paimon: JavaPaimon, lake: Lake, engine: str) -> None:
+    """After a -D, Paimon's PartialUpdateMergeFunction / AggregateMergeFunction set the row to
+    the -D record's values (initRow) and keep merging onto them: key 1 reads (1,'gone',5) /
+    (1,'gone',105), in Java's read and lakecore's, before and after lakecore's compaction."""
     jp = java_paimon
     lake.create("rm", KV, bucket="1", **{
         "rowkind.field": "rk", "merge-engine": engine, f"{engine}.remove-record-on-delete": "true",
@@ -413,18 +397,73 @@ def test_remove_record_on_delete_then_insert_starts_from_the_delete_record(
     answer = jp.call("read", **lake.at("rm"))
     assert java_rows(answer, KV) == canon([java[engine], (2, "b", 2, "+I")])
     assert lake.rows("rm") == java_rows(answer, KV)
+    lake.compact("rm", full=True)
+    same(jp, lake, "rm", [java[engine], (2, "b", 2, "+I")])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "first-row, bucket 1, commits C1, C2, then [(4,'d',None,'+U')]: lakecore's lookup "
-    "compaction on write lifts the last commit's level-0 file alone to level 4 and keeps key 4 "
-    "although level 5 holds it (files: level 5 with 5 rows, level 4 with 1 row), where Paimon's "
-    "FirstRowMergeFunctionWrapper drops a record whose key a higher level contains (Java's own "
-    "writer leaves one level-5 file). Java reads first-row splits raw "
-    "(MergeTreeSplitGenerator: FIRST_ROW is always raw-convertible), so Java shows key 4 twice: "
-    "[(1,'a',1,'+I'), (2,'b',2,'+I'), (3,'c',3,'+I'), (4,'d',None,'+U'), (4,None,4,'+I'), "
-    "(5,'e',5,'+I')]; lakecore merges on read: [(1,'a',1,'+I'), (2,'b',2,'+I'), "
-    "(3,'c',3,'+I'), (4,None,4,'+I'), (5,'e',5,'+I')]"))
+# partial-update, remove-record-on-delete: one record per key and commit (each commit its own
+# level-0 file, so the read merges them record by record)
+PU_RESETS = [
+    [(1, "a", 1, "+I"), (3, "a", 1, "+I"), (5, "a", 1, "+I")],
+    [(1, "gone", 100, "-D"), (2, "u", 7, "-U"), (3, "x", 9, "-D"), (4, "p", 1, "-U"),
+     (5, None, 2, "+U")],
+    [(1, None, 5, "+I"), (2, None, 8, "+I"), (3, "y", 3, "-U"), (4, "q", 2, "-U"),
+     (5, "z", 3, "-D")],
+]
+# id, first_value, first_non_null_value, listagg, sum, row kind
+AGG_RESET = pa.schema([pa.field("id", pa.int64(), nullable=False), ("fv", pa.string()),
+                       ("fnn", pa.string()), ("la", pa.string()), ("s", pa.int64()),
+                       ("rk", pa.string())])
+AGG_RESETS = [
+    [(1, "a", "a", "x", 1, "+I"), (3, None, None, "", None, "+I"), (4, "", "", "", 1, "+I"),
+     (5, "a", None, "a", 1, "+I")],
+    [(1, "d", None, "dx", 10, "-D"), (2, "d", None, "", 10, "-D"), (3, "d", "d", "q", 1, "-D"),
+     (4, None, None, None, None, "+I"), (5, "", "", "", 2, "+I")],
+    [(1, "b", "b", "y", 2, "+I"), (2, "b", "b", "y", 2, "+I"), (3, "e", "e", "", 3, "+I"),
+     (4, "", "", "", 3, "+I"), (5, "b", "b", "b", 3, "+I")],
+]
+
+
+@pytest.mark.parametrize("engine", ["partial-update", "aggregation"])
+def test_remove_record_on_delete_record_by_record(java_paimon: JavaPaimon, lake: Lake,
+                                                  engine: str) -> None:
+    """Paimon's merge functions record by record, checked on Java's read of lakecore's table
+    and on Java's read after lakecore's full compaction.
+
+    partial-update (PartialUpdateMergeFunction.add): a retraction that comes first sets the
+    row to its values (key 2: (2,'u',8)); a -D then a -U leave the -D's values as +I (the -U
+    resets currentDeleteRow and meetInsert is never reset: key 3 (3,'x',9,'-D')); only
+    retractions give a -D (key 4, gone); a last -D removes the row (key 5).
+
+    aggregation (AggregateMergeFunction.add) with first_value, first_non_null_value, listagg
+    and sum: the records after a -D fold onto its values; FieldFirstValueAgg /
+    FieldFirstNonNullValueAgg keep their ``initialized`` flag across the -D, so key 1 keeps the
+    -D's 'd' and null, key 2 (-D first) takes 'b' and 'b', key 3 ('initialized' by a null
+    first_value input, not by a null first_non_null_value one) 'd' and 'e'. FieldListaggAgg
+    skips empty strings ('dx,y', 'y', 'q', key 4 only empty strings: '', key 5 'a,b')."""
+    jp = java_paimon
+    if engine == "partial-update":
+        schema, commits = KV, PU_RESETS
+        expected = [(1, "gone", 5, "+I"), (2, "u", 8, "+I"), (3, "x", 9, "-D")]
+    else:
+        schema, commits = AGG_RESET, AGG_RESETS
+        expected = [(1, "d", None, "dx,y", 12, "+I"), (2, "b", "b", "y", 12, "+I"),
+                    (3, "d", "e", "q", 4, "+I"), (4, "", "", "", 4, "+I"),
+                    (5, "a", "", "a,b", 6, "+I")]
+    lake.create("rm", schema, bucket="1", **{
+        "rowkind.field": "rk", "merge-engine": engine, f"{engine}.remove-record-on-delete": "true",
+        **({"fields.fv.aggregate-function": "first_value",
+            "fields.fnn.aggregate-function": "first_non_null_value",
+            "fields.la.aggregate-function": "listagg", "fields.s.aggregate-function": "sum"}
+           if engine == "aggregation" else {})})
+    for c in commits:
+        lake.write("rm", c)
+    assert len(java_files(jp, lake, "rm")) == 3
+    same(jp, lake, "rm", expected)
+    lake.compact("rm", full=True)
+    same(jp, lake, "rm", expected)
+
+
 def test_first_row_lookup_compaction_drops_keys_of_higher_levels(java_paimon: JavaPaimon,
                                                                  lake: Lake) -> None:
     jp = java_paimon

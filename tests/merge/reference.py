@@ -67,40 +67,38 @@ def reference_merge(
 
 
 def _partial_update(group: list[Row], spec: MergeSpec) -> Row:
+    # PartialUpdateMergeFunction.add without sequence groups, record by record
     row: Row = {c: None for c in spec.value_columns}
-    added = False
+    filled = meet_insert = delete_row = False
     for r in group:
+        delete_row = False
         if r[VALUE_KIND] in RETRACT_KINDS:
+            if not filled:  # initRow: a leading retraction's values start the row
+                row, filled = {c: r[c] for c in spec.value_columns}, True
             if not spec.remove_record_on_delete:
                 raise MergeError("partial-update got a retraction")
             if r[VALUE_KIND] == 3:
-                row = {c: None for c in spec.value_columns}
-                added = False
+                row, delete_row = {c: r[c] for c in spec.value_columns}, True
             continue
         for c in spec.value_columns:
             if r[c] is not None:
                 row[c] = r[c]
-        added = True
+        meet_insert = filled = True
     res = dict(group[-1])
-    if not added:
-        res[VALUE_KIND] = 3
-        return res
     res.update(row)
-    res[VALUE_KIND] = 0
+    res[VALUE_KIND] = 3 if delete_row or not meet_insert else 0
     return res
 
 
 def _aggregate(group: list[Row], spec: MergeSpec, types: dict[str, pa.DataType]) -> Row:
-    def fresh() -> dict[str, Agg]:
-        return {
-            c: Agg(spec.aggregate_function(c), types[c], spec.listagg_delimiter(c))
-            for c in spec.value_columns
-        }
-
-    aggs = fresh()
+    # AggregateMergeFunction.add: a -D (remove-record-on-delete) sets the row to its values;
+    # the aggregators keep their state (FieldFirstValueAgg's initialized flag)
+    aggs = {c: Agg(spec.aggregate_function(c), types[c], spec.listagg_delimiter(c))
+            for c in spec.value_columns}
     for r in group:
         if spec.remove_record_on_delete and r[VALUE_KIND] == 3:
-            aggs = fresh()
+            for c, agg in aggs.items():
+                agg.acc = r[c]
             continue
         for c, agg in aggs.items():
             if r[VALUE_KIND] in RETRACT_KINDS:
@@ -150,8 +148,8 @@ class Agg:
             self.acc = a and v
         elif f is AggregateFunction.BOOL_OR:
             self.acc = a or v
-        elif f is AggregateFunction.LISTAGG:
-            self.acc = a + self.delimiter + v
+        elif f is AggregateFunction.LISTAGG:  # FieldListaggAgg: empty strings are skipped
+            self.acc = a if v == "" else v if a == "" else a + self.delimiter + v
         else:
             raise AssertionError(f)
 

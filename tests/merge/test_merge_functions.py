@@ -132,9 +132,10 @@ def test_partial_update_remove_record_on_delete():
                     ("+I", 3, 1, "x"), ("-U", 3, 1, "x"), ("+U", 3, None, "z"),
                     names=("k", "a", "b"))
     out = merge(rows, types, PARTIAL, drop=False, remove_record_on_delete=True)
-    # key 1 ends deleted; key 2 starts afresh after its delete; -U is ignored for key 3
+    # key 1 ends deleted; key 2 continues from its delete's values (PartialUpdateMergeFunction:
+    # initRow(row, kv.value())); -U is ignored for key 3
     assert values(out, "k", "a", "b", "_VALUE_KIND") == [
-        (1, 1, "x", 3), (2, None, "y", 0), (3, 1, "z", 0)]
+        (1, 1, "x", 3), (2, 1, "y", 0), (3, 1, "z", 0)]
     assert values(merge(rows, types, PARTIAL, remove_record_on_delete=True), "k") == [(2,), (3,)]
 
 
@@ -172,6 +173,17 @@ def test_listagg_with_delimiters():
     assert values(out, *types) == [(1, "1,2,3,4,5", "1-2-3-4-5", 5, "1/2/3/4/5")]
 
 
+def test_listagg_skips_empty_strings():
+    # FieldListaggAgg.agg (Paimon 1.4): an input of zero bytes keeps the accumulator, an empty
+    # accumulator takes the input; checked against Java in tests/javapaimon
+    types = {"k": I32, "a": pa.string()}
+    rows = seq_rows(("+I", 1, "a"), ("+I", 1, ""), ("+I", 1, "b"), ("+I", 2, ""),
+                    ("+I", 2, None), ("+I", 2, ""), ("+I", 3, None), ("+I", 4, ""),
+                    ("+I", 4, "c"), names=tuple(types))
+    out = merge(rows, types, AGG, aggregate_functions={"a": "listagg"})
+    assert values(out, *types) == [(1, "a,b"), (2, ""), (3, None), (4, "c")]
+
+
 def test_remove_record_on_delete_returns_the_delete():
     # AggregateMergeFunctionTest.testInitRowWithNullableFieldOnDelete
     types = {"k": I32, "a": I32, "b": I32, "c": I32}
@@ -180,8 +192,9 @@ def test_remove_record_on_delete_returns_the_delete():
     assert values(merge(rows, types, AGG, drop=False, **kw), *types, "_VALUE_KIND") == [
         (1, 2, 2, None, 3)]
     assert merge(rows, types, AGG, **kw) == []
+    # the records after the -D fold onto its values (AggregateMergeFunction: initRow)
     rows += seq_rows(("+I", 1, 7, None, 1), names=tuple(types), start=2)
-    assert values(merge(rows, types, AGG, **kw), *types) == [(1, 7, None, 1)]
+    assert values(merge(rows, types, AGG, **kw), *types) == [(1, 9, 2, 1)]
 
 
 @pytest.mark.parametrize(
