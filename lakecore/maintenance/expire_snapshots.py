@@ -12,8 +12,10 @@ level, which is what an upgrade-only compaction does) by ``i``'s delta are remov
 newest tag before ``i`` still holds them (a file is live over one contiguous range of snapshots,
 so that tag is the only one that can). As a second line of defence lakecore also keeps every
 file live in the first retained snapshot. Changelog files belong to their own snapshot and go
-with it, except those of a tagged snapshot (kept until the tag is deleted). Manifests and lists
-go when neither the first retained snapshot nor any tag references them.
+with it, a tagged one's too, and so does its changelog manifest list: as in Paimon's
+``ExpireSnapshotsImpl``, a tag keeps a snapshot's data, not its changelog. Manifests and lists go
+when neither the first retained snapshot nor any tag references them as data (base and delta
+lists: ``FileDeletionBase.manifestSkippingSet``).
 
 Index manifests and index files (HASH indexes of dynamic-bucket tables, deletion vectors) go as
 in Paimon's ``FileDeletionBase.cleanUnusedManifests``: an expired snapshot's index files that
@@ -173,10 +175,9 @@ def _plan_range(table: FileStore, snaps: list[Snapshot], cfg: ExpireConfig) -> E
                      "changelog files)")
     paths = DataPaths(table)
     data = _plan_data_files(table, snaps, tagged, end_snap, paths, notes)
-    tag_logs = {t.changelog_manifest_list for t in tagged if t.changelog_manifest_list}
     changelog: dict[str, FileRef] = {}
-    for s in expired:
-        if not s.changelog_manifest_list or s.changelog_manifest_list in tag_logs:
+    for s in expired:  # a tag keeps no changelog (ExpireSnapshotsImpl: every expired one goes)
+        if not s.changelog_manifest_list:
             continue
         entries = entries_or_none(mio, s.changelog_manifest_list)
         if entries is None:
@@ -319,7 +320,7 @@ def _plan_manifests(
     keep: set[str] = set()
     try:
         for p in protectors:
-            keep |= metadata_names(mio, p)
+            keep |= metadata_names(mio, p, changelog=False)
     except CorruptFileError as e:
         notes.append(f"manifests of a kept snapshot or tag unreadable ({e}); no manifest is "
                      "deleted in this run")

@@ -81,15 +81,22 @@ def entries_or_none(mio: ManifestIO, list_name: str | None) -> list[ManifestEntr
         return None
 
 
-def metadata_names(mio: ManifestIO, snap: Snapshot) -> set[str]:
-    """Strict: the manifest lists (base, delta, changelog) of ``snap`` and their manifests."""
+def metadata_names(mio: ManifestIO, snap: Snapshot, changelog: bool = True) -> set[str]:
+    """The manifest lists of ``snap`` and their manifests: base and delta strictly; with
+    ``changelog``, also its changelog manifest list and, best effort, that list's manifests.
+    Paimon's expiry deletes an expired snapshot's changelog list even when a tag names the
+    snapshot (``FileDeletionBase.manifestSkippingSet`` keeps only a tag's base and delta
+    lists, their manifests and its index manifest), so a tag may name one that is gone; it
+    protects nothing then."""
     names: set[str] = set()
-    for list_name in (snap.base_manifest_list, snap.delta_manifest_list,
-                      snap.changelog_manifest_list):
+    for list_name in (snap.base_manifest_list, snap.delta_manifest_list):
         if not list_name:
             continue
         names.add(list_name)
         names.update(m.file_name for m in mio.read_manifest_list(list_name))
+    if changelog and snap.changelog_manifest_list:
+        names.add(snap.changelog_manifest_list)
+        names.update(m.file_name for m in list_or_none(mio, snap.changelog_manifest_list) or ())
     return names
 
 

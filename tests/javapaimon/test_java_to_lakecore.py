@@ -582,19 +582,6 @@ def test_java_tags_and_expiry_survive_lakecore_maintenance(java_paimon: JavaPaim
     assert len(same_rows(jp, wh)) == len(latest) + 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "After Java expired a tagged snapshot that had a changelog, lakecore's snapshot expiry "
-    "deletes no manifest at all: Paimon's expiry deletes an expired snapshot's "
-    "changelogManifestList even when a tag pins the snapshot (FileDeletionBase."
-    "manifestSkippingSet keeps only a tag's base/delta manifest lists, manifests and index "
-    "manifest), so tag-t1 names a changelog manifest list that no longer exists; lakecore "
-    "reads it as a kept reference, notes 'manifests of a kept snapshot or tag unreadable "
-    "(.../manifest/manifest-list-...-4: file is missing); no manifest is deleted in this run' "
-    "and leaves 6 manifest files (1 manifest and 5 manifest lists: the base, delta and "
-    "changelog lists of expired snapshot 11, the base and delta lists of 12) that Java's "
-    "ExpireSnapshotsImpl with the same retention (all but the latest) deletes. Every data, "
-    "changelog and index file is the same on both sides; orphan removal cleans the rest "
-    "later."))
 def test_lakecore_expiry_deletes_what_java_expiry_deletes(java_paimon: JavaPaimon,
                                                           tmp_path: Path) -> None:
     jp = java_paimon

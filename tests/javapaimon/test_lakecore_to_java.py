@@ -20,6 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -1000,9 +1001,16 @@ def test_tags_time_travel_expiry_and_orphan_files(java_paimon: JavaPaimon, lake:
     assert java_changes(jp, lake, "tg", "t2", "t4", options=TAG_TO_SNAPSHOT) == between
 
     latest = listing["latest"]
+    twin = lake.wh.parent / "twin"
+    shutil.copytree(lake.wh, twin)
+    assert jp.call("expire_snapshots", warehouse=str(twin), table="db.tg", retain_max=1,
+                   retain_min=1)["expired"] == latest - 1
     report = lake.table("tg").expire_snapshots(dry_run=False, config=ExpireConfig(
         retain_min=1, retain_max=1, time_retained=timedelta(0)))
     assert report.snapshots_removed == latest - 1
+    # the same files go (the tagged snapshots' changelog files and changelog manifest lists
+    # too: ExpireSnapshotsImpl, FileDeletionBase.manifestSkippingSet)
+    assert files_under(lake.wh) == files_under(twin)
     stray = Path(t.table_path) / "bucket-0" / "data-stray-orphan.parquet"
     stray.write_bytes(b"not parquet")
     os.utime(stray, (1, 1))
@@ -1024,6 +1032,12 @@ def test_tags_time_travel_expiry_and_orphan_files(java_paimon: JavaPaimon, lake:
 
 
 TAG_TO_SNAPSHOT = {"incremental-between-tag-to-snapshot": "true"}
+
+
+def files_under(wh: Path) -> set[str]:
+    """Every file of the warehouse but lakecore's own bookkeeping (``_lakecore``)."""
+    return {str(p.relative_to(wh)) for p in wh.rglob("*")
+            if p.is_file() and "_lakecore" not in p.parts}
 
 
 def test_incremental_between_tags_is_the_tags_diff_in_java(java_paimon: JavaPaimon,

@@ -74,11 +74,12 @@ def read_views(table: FileStoreTable) -> dict[tuple[str, Any], list[dict[str, An
 
 
 def missing_referenced_files(table: FileStoreTable) -> list[str]:
-    """Files a retained snapshot or tag needs (manifests, lists, data) that are gone."""
+    """Files a retained snapshot or tag needs (manifests, lists, data) that are gone. A tag
+    needs no changelog (Paimon's expiry deletes an expired snapshot's, tagged or not)."""
     mio, fio, paths = table.manifest_io(), table.file_io, DataPaths(table)
     gone = []
-    for s in retained_views(table).values():
-        for name in metadata_names(mio, s):
+    for (kind, _), s in retained_views(table).items():
+        for name in metadata_names(mio, s, changelog=kind == "snapshot"):
             if not fio.exists(table.paths.manifest_path(name)):
                 gone.append(name)
         for e in live_entries(mio, s).values():

@@ -130,7 +130,9 @@ def test_tag_keeps_files_of_expired_snapshots(tmp_path):
     assert_intact(t, before)  # includes reading the tag
 
 
-def test_changelog_files_go_with_their_snapshot_but_stay_for_tags(tmp_path):
+def test_changelog_files_go_with_their_snapshot_even_when_tagged(tmp_path):
+    # Paimon's ExpireSnapshotsImpl deletes the changelog of every expired snapshot, tagged or
+    # not (a tag keeps data, not changelog); the tag still reads
     t = pk_table(tmp_path, **{"changelog-producer": "input"})
     commit_n(t, 4)
     sm, mio = t.snapshot_manager, t.manifest_io()
@@ -144,8 +146,10 @@ def test_changelog_files_go_with_their_snapshot_but_stay_for_tags(tmp_path):
     create_tag(t, "two", 2)
     before = read_views(t)
     report = expire_snapshots(t, dry_run=False, config=keep(1), now=LATER)
-    assert len(report.plan.changelog_files) == 2  # snapshots 1 and 3 (2 is tagged)
-    assert not log1 & data_files(t) and log2 <= data_files(t)
+    assert len(report.plan.changelog_files) == 3  # snapshots 1, 2 (tagged) and 3
+    assert not (log1 | log2) & data_files(t)
+    tag_log = t.snapshot_manager.snapshot(4).changelog_manifest_list
+    assert t.file_io.exists(t.paths.manifest_path(tag_log))  # the kept snapshot's
     assert_intact(t, before)
 
 
