@@ -7,6 +7,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakecore.errors import SchemaError
@@ -50,7 +52,7 @@ class Predicate:
                 out = out | c.to_expression()
             return out
         f = pc.field(self.field)
-        lit = self.literals
+        lit = tuple(_arrow_literal(v) for v in self.literals)
         if m == "equal":
             return f == lit[0]
         if m == "not_equal":
@@ -68,9 +70,9 @@ class Predicate:
         if m == "is_not_null":
             return f.is_valid()
         if m == "is_in":
-            return f.isin(list(lit))
+            return f.isin(_value_set(self.literals))
         if m == "is_not_in":
-            return ~f.isin(list(lit))
+            return ~f.isin(_value_set(self.literals))
         if m == "between":
             return (f >= lit[0]) & (f <= lit[1])
         if m == "startswith":
@@ -143,6 +145,27 @@ class Predicate:
         except TypeError:
             return True
         return True
+
+
+def _arrow_literal(value: Any) -> Any:
+    """A literal as pyarrow compares it with a column: a ``pandas.Timestamp`` keeps its
+    nanoseconds (pyarrow infers microseconds for one and would cut a TIMESTAMP(7..9)
+    literal short, so ``equal`` missed the row and ``greater_than`` took it)."""
+    if isinstance(value, pd.Timestamp):
+        return pa.scalar(value, type=_nanos(value))
+    return value
+
+
+def _value_set(literals: tuple[Any, ...]) -> Any:
+    """``is_in`` values: with a ``pandas.Timestamp`` among them, a nanosecond array."""
+    stamp = next((v for v in literals if isinstance(v, pd.Timestamp)), None)
+    if stamp is None:
+        return list(literals)
+    return pa.array(list(literals), type=_nanos(stamp))
+
+
+def _nanos(stamp: pd.Timestamp) -> pa.DataType:
+    return pa.timestamp("ns", None if stamp.tz is None else str(stamp.tz))
 
 
 class PredicateBuilder:

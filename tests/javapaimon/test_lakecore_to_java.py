@@ -26,6 +26,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -1170,3 +1171,46 @@ def test_nanosecond_timestamps(java_paimon: JavaPaimon, lake: Lake, col: str) ->
     got = jp.call("read", **lake.at("ns"), projection=["id", col])["rows"]
     assert got == [[1, "2024-01-02T03:04:05.123456"]]
     same(jp, lake, "ns")
+
+
+NS_BASE = pd.Timestamp("2024-01-02 03:04:05.123456789")
+
+
+@pytest.mark.parametrize("col", ["ts9", "ltz9"])
+def test_nanosecond_timestamp_filters(java_paimon: JavaPaimon, lake: Lake, col: str) -> None:
+    """A filter literal with nanoseconds (a ``pandas.Timestamp``) on TIMESTAMP(9) /
+    TIMESTAMP_LTZ(9) selects the rows Java's filter with the same literal selects, for every
+    comparison and ``in`` (values one nanosecond either side, and a microsecond above; two
+    commits, so statistics prune too). pyarrow made a microsecond scalar of such a literal:
+    ``equal`` found nothing and ``greater_than`` took the equal row."""
+    jp = java_paimon
+    lake.create("nf", NANOS, bucket="1")
+    one, micro = pd.Timedelta(nanoseconds=1), pd.Timedelta(microseconds=1)
+    values = [NS_BASE - one, NS_BASE, NS_BASE + one, NS_BASE + micro]
+    rows = [(i, v, v.tz_localize("UTC")) for i, v in enumerate(values)]
+    lake.write("nf", rows[:2])
+    lake.write("nf", rows[2:])
+    text = ns_text(NS_BASE)
+    literal = NS_BASE if col == "ts9" else NS_BASE.tz_localize("UTC")
+
+    def ours(build: Any) -> list[int]:
+        rb = lake.table("nf").new_read_builder()
+        rb = rb.with_filter(build(rb.new_predicate_builder()))
+        return sorted(rb.new_read().to_arrow(rb.new_scan().plan().splits())
+                      .column("id").to_pylist())
+
+    def java(spec: dict[str, Any]) -> list[int]:
+        return sorted(r[0] for r in jp.call("read", **lake.at("nf"), filter=spec)["rows"])
+
+    expected = {"equal": [1], "not_equal": [0, 2, 3], "less_than": [0],
+                "less_or_equal": [0, 1], "greater_than": [2, 3], "greater_or_equal": [1, 2, 3]}
+    for op, ids in expected.items():
+        assert ours(lambda pb, op=op: getattr(pb, op)(col, literal)) == ids, op
+        assert java({op: [col, text]}) == ids, op
+    assert ours(lambda pb: pb.is_in(col, [literal, literal + micro])) == [1, 3]
+    assert java({"in": [col, [text, ns_text(values[3])]]}) == [1, 3]
+
+
+def ns_text(v: pd.Timestamp) -> str:
+    """Java's text of a TIMESTAMP(9) literal (wall-clock time, all nine digits)."""
+    return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond:06d}{v.nanosecond:03d}"
