@@ -14,7 +14,7 @@ DOC = """
 ### lakecore compaction
 
 Runs on the nightly cron of the tables file **and whenever a table's asset receives an
-event** (an ingest, backfill or maintenance commit: `lakecore_asset("db.table")`). Per table,
+event** (an ingest, backfill or partition-expiry commit: `lakecore_asset("db.table")`). Per table,
 `plan` reads the latest snapshot and decides **per bucket**, with the table's Paimon options:
 
 * not picked by the compaction strategy (sorted runs below `num-sorted-run.compaction-trigger`,
@@ -24,10 +24,11 @@ event** (an ingest, backfill or maintenance commit: `lakecore_asset("db.table")`
   `compaction.offpeak.end.hour` (local hour, end exclusive; no window set: any time).
 
 Every bucket's decision and its reason is logged (and kept in the XCom `decisions`); a table
-with no bucket chosen is **skipped, saying why**, and a run triggered only by compaction
-commits is skipped too. `compact` runs lakecore's Spark **compact** job on exactly the chosen
-buckets (`--bucket dt=...:N`) and commits one `COMPACT` snapshot, emitting the table's asset
-event. Ingest may commit meanwhile: a COMPACT commit conflicts only on its own input files.
+with no bucket chosen is **skipped, saying why**. `compact` runs lakecore's Spark **compact**
+job on exactly the chosen buckets (`--bucket dt=...:N`) and commits one `COMPACT` snapshot, an
+event of the table's **compaction asset** (`lakecore://<table>/compactions`), not of the
+table's asset this DAG is scheduled on: compaction never schedules itself. Ingest may commit
+meanwhile: a COMPACT commit conflicts only on its own input files.
 
 `check` runs first and changes nothing: Partitions that a chosen table is not partitioned
 by, or does not have, refuse the run at once (no retry), before `prepare` and Spark.

@@ -6,6 +6,7 @@ from airflow.sdk import DAG
 from lake_airflow.config import load_config
 from lake_airflow.dag_support import (
     dag_args,
+    landing_note,
     merge_schema_param,
     one_ingest_at_a_time,
     tables_doc,
@@ -54,7 +55,8 @@ with DAG(
     description="Write-only ingest of each declared lake table for the run's date",
     schedule=cfg.schedules.ingest,
     **dag_args(cfg, "ingest", max_active_runs=2),
-    params={"tables": tables_param(cfg, "ingest"), "merge_schema": merge_schema_param()},
+    params={"tables": tables_param(cfg, "ingest", landing_note(cfg)),
+            "merge_schema": merge_schema_param()},
     doc_md=DOC + tables_doc(cfg),
 ) as dag:
     prepare = prepare_lake()

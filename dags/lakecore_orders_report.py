@@ -13,11 +13,12 @@ DOC = """
 ### lakecore orders report (example downstream DAG)
 
 Scheduled on the **asset** of `shop.orders` (`lakecore_asset("shop.orders")`): Airflow's
-scheduler queues a run after every commit to the table (ingest, backfill, compaction,
-partition expiry). `report` reads the table **as of the snapshot the event names** (time
-travel), not whatever is latest when it runs, and logs the rows of each partition the commit
-touched. The event's extra carries `snapshot_ids`, `commit_kind`, `rows`, `partitions` and
-`partitions_done`.
+scheduler queues a run after every commit that changes the table's data (ingest, backfill,
+partition expiry; compaction rewrites files only and emits on
+`lakecore://shop.orders/compactions`). `report` reads the table **as of the snapshot the event
+names** (time travel), not whatever is latest when it runs, and logs the rows of each partition
+the commit touched. The event's extra carries `snapshot_ids`, `commit_kind`, `rows` (net),
+`partitions`, `partitions_done` and a one-line `summary`.
 """
 
 TABLE = "shop.orders"

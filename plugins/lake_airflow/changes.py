@@ -17,6 +17,13 @@ if TYPE_CHECKING:
     from lakecore.table import FileStoreTable
 
 
+def iso_millis(ms: int) -> str:
+    """Epoch millis as an ISO time in UTC (``2026-11-01T06:00:00.123+00:00``)."""
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(int(ms) / 1000, tz=UTC).isoformat(timespec="milliseconds")
+
+
 def partition_label(table: FileStoreTable, partition: bytes) -> str:
     """A partition's ``k=v/k=v`` label (Paimon's strings; empty when unpartitioned)."""
     from lakecore.format.partition_string import partition_value_string
@@ -126,6 +133,9 @@ def check_partition(table: str, partition: str,
         mark = done_mark(t, wanted)
         if mark is None:
             return None
-        return {"table": table, "condition": "done", **mark.to_dict()}
+        found = {"table": table, "condition": "done", **mark.to_dict()}
+        found["marked_at_millis"] = found["marked_at"]  # Paimon's epoch millis
+        found["marked_at"] = iso_millis(found["marked_at"])
+        return found
     finally:
         catalog.close()

@@ -15,7 +15,7 @@ from lake_airflow.config import LakeConfig, TableSpec
 from lake_airflow.submit import DURATION_PATTERN, PARTITION_PATTERN
 
 __all__ = ["DURATION_CHOICES", "DURATION_PATTERN", "PARTITION_PATTERN", "START_DATE", "TAG",
-           "dag_args", "default_args", "duration_param", "merge_schema_param",
+           "dag_args", "default_args", "duration_param", "landing_note", "merge_schema_param",
            "one_ingest_at_a_time", "partitions_param", "tables_doc", "tables_param"]
 START_DATE = datetime(2026, 1, 1, tzinfo=UTC)
 TAG = "lakecore"
@@ -53,7 +53,7 @@ def default_args(cfg: LakeConfig) -> dict[str, Any]:
     }
 
 
-def tables_param(cfg: LakeConfig, what: str) -> Param:
+def tables_param(cfg: LakeConfig, what: str, note: str = "") -> Param:
     """A multi-select of the declared tables; empty (the default) means all of them, so the
     field is optional (``null`` allowed: the form sends null for an empty selection)."""
     names = cfg.table_names
@@ -65,8 +65,16 @@ def tables_param(cfg: LakeConfig, what: str) -> Param:
         uniqueItems=True,
         title="Tables",
         description=f"Tables to {what}: pick one or more of {', '.join(names)}. Empty (the "
-                    "default): every declared table.",
+                    "default): every declared table." + (f" {note}" if note else ""),
     )
+
+
+def landing_note(cfg: LakeConfig) -> str:
+    """What the run's logical date picks: each table's landing folder for that date."""
+    paths = "; ".join(f"{t.name}: {t.source.path.replace('{date}', '<date>')}"
+                      for t in cfg.tables)
+    return ("The run's logical date picks the landing folder each table reads "
+            f"({paths}): choose the date of a day that has landing data.")
 
 
 def partitions_param() -> Param:

@@ -26,9 +26,10 @@ from typing import Any
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import AssetAlias
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from lake_airflow.assets import commit_alias, emit, event_extra
+from lake_airflow.assets import commit_alias, compaction_asset, emit, event_extra, lakecore_asset
 from lake_airflow.config import CompactionStrategy, LakeConfig, TableSpec, load_config
 from lake_airflow.lock import LOCK_URI_ENV, mask_catalog_options, resolve_lock
 from lake_airflow.spark_launch import CATALOG_OPTIONS_ENV
@@ -129,8 +130,10 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
             kwargs.setdefault("driver_memory", cfg.spark.driver_memory)
         if cfg.spark.executor_memory:
             kwargs.setdefault("executor_memory", cfg.spark.executor_memory)
-        # the alias every commit of this task is emitted through (a Param table: the backfill's)
-        kwargs.setdefault("outlets", [commit_alias(None if "{{" in table else table)])
+        # where its commits are events: the table's asset when known at parse time, else the
+        # backfill's alias (a Param table)
+        kwargs.setdefault("outlets", [self.outlet(table, cfg) if "{{" not in table
+                                      else commit_alias(None)])
         super().__init__(application=str(LAUNCHER), **kwargs)
         self.table = table
         self.lock_conn_id = cfg.lock_conn_id
@@ -138,6 +141,15 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
         self._deadline: float | None = None
         self._over_budget = False
         self._applied = False
+
+    job_label = "job"
+
+    @staticmethod
+    def outlet(table: str, cfg: LakeConfig) -> Any:
+        """This task's outlet for a table known at parse time: an Asset is listed as produced
+        by the task and gets an event whenever the task succeeds (so a task that committed
+        nothing is skipped); an alias only when the task adds one."""
+        return commit_alias(table)
 
     # -- the plan ------------------------------------------------------------------------
     def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
@@ -230,8 +242,9 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
 
         ids = self.committed_snapshots(summary)
         to_mark = self.partitions_to_mark(context, cfg)
+        direct = not isinstance(self.outlets[0], AssetAlias)
         if not ids and not to_mark:
-            self.log.info("%s: nothing committed, no asset event", self.table)
+            self._nothing_committed(context, summary, direct)
             return
         catalog = open_catalog(cfg)
         try:
@@ -251,14 +264,26 @@ class LakeSparkSubmitOperator(SparkSubmitOperator):
         finally:
             catalog.close()
         if not ids:
+            self._nothing_committed(context, summary, direct)
             return
         run = {"dag_id": context["dag_run"].dag_id, "task_id": context["ti"].task_id,
                "run_id": context["dag_run"].run_id, "commit_user": summary.get("commit_user")}
-        extra = event_extra(table=self.table, job=str(summary.get("job", "")),
+        extra = event_extra(table=self.table, job=self.event_job(context, summary),
                             snapshots=changes, run=run, done=done)
-        alias = next(o for o in self.outlets if getattr(o, "name", "").startswith("lakecore-"))
-        emit(context, alias, self.table, extra, cfg)
+        emit(context, self.outlets[0], self.table, extra, cfg)
         self.log.info("%s: asset event %s", self.table, json.dumps(extra))
+
+    def event_job(self, context: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+        """The event's ``job``: what the task is, in the words of its DAG."""
+        return str(summary.get("job", ""))
+
+    def _nothing_committed(self, context: Mapping[str, Any], summary: Mapping[str, Any],
+                           direct: bool) -> None:
+        why = (summary.get("skipped_reason") or ("its commit was already there (an earlier "
+               "attempt of this run made it)" if summary.get("skipped") else "no commit"))
+        if direct:  # an asset outlet would get an event on success: skip instead
+            raise skip(context, f"{self.table}: nothing committed ({why}), no asset event")
+        self.log.info("%s: nothing committed (%s), no asset event", self.table, why)
 
     def _get_hook(self) -> SparkSubmitHook:
         hook = super()._get_hook()
@@ -310,6 +335,16 @@ class LakeIngestOperator(LakeSparkSubmitOperator):
         self.partition_date = partition_date
         self.overwrite = overwrite
 
+    @staticmethod
+    def outlet(table: str, cfg: LakeConfig) -> Any:
+        return lakecore_asset(table, cfg)
+
+    def event_job(self, context: Mapping[str, Any], summary: Mapping[str, Any]) -> str:
+        """``backfill`` for the backfill DAG's overwrites and Airflow's Backfill runs."""
+        if self.partition_date or RunInfo.from_context(context).is_backfill:
+            return "backfill"
+        return "ingest"
+
     def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
                    table: TableSpec) -> SparkSubmitSpec:
         run = RunInfo.from_context(context)
@@ -357,7 +392,12 @@ class LakeIngestOperator(LakeSparkSubmitOperator):
 
 
 class LakeCompactOperator(LakeSparkSubmitOperator):
-    """Dedicated compaction of one table, shaped by the compaction DAG's Params."""
+    """Dedicated compaction of one table, shaped by the compaction DAG's Params; its commits
+    are events of the table's compaction asset, so they never schedule compaction."""
+
+    @staticmethod
+    def outlet(table: str, cfg: LakeConfig) -> Any:
+        return compaction_asset(table, cfg)
 
     def build_spec(self, context: Mapping[str, Any], cfg: LakeConfig,
                    table: TableSpec) -> SparkSubmitSpec:

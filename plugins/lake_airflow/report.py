@@ -24,7 +24,7 @@ def event_extras(events: Any, table: str, cfg: LakeConfig) -> list[dict[str, Any
     asset = lakecore_asset(table, cfg)
     out: list[dict[str, Any]] = []
     for key, evs in (events or {}).items():
-        if getattr(key, "uri", None) != asset.uri:
+        if getattr(key, "name", None) != asset.name:
             continue
         out += [dict(getattr(e, "extra", None) or {}) for e in evs]
     return sorted(out, key=lambda e: e.get("snapshot_id") or 0)

@@ -7,7 +7,7 @@ or its done-partition record, written by the ingest or a backfill of that date).
 partition** (its delta adds or deletes files there). The sensor checks once; while the
 condition does not hold it defers to ``LakePartitionTrigger``, which polls in Airflow's
 triggerer (an asyncio task, not a worker slot) and resumes the task with what it found: the
-mark (``marked_at`` epoch millis, the actions' files) or the snapshot ids.
+mark (``marked_at`` as an ISO time, ``marked_at_millis``, the actions' files) or the snapshot ids.
 
 The trigger runs in the triggerer process: it reads the tables file there (so the triggerer
 needs ``LAKECORE_TABLES_CONFIG`` or the DAGs folder, and the warehouse's catalog options) and

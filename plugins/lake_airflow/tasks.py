@@ -75,20 +75,6 @@ def prepare_lake(create_tables: bool = True) -> dict[str, Any]:
     return out
 
 
-def triggering_kinds(ctx: Any) -> list[str] | None:
-    """The commit kinds of the asset events that triggered this run (None: not triggered by
-    asset events)."""
-    run_type = str(getattr(ctx["dag_run"].run_type, "value", ctx["dag_run"].run_type))
-    if run_type != "asset_triggered":
-        return None
-    kinds = []
-    events = ctx.get("triggering_asset_events") or {}
-    for evs in events.values():
-        for ev in evs:
-            kinds.append(str((getattr(ev, "extra", None) or {}).get("commit_kind")))
-    return kinds
-
-
 @task(task_id="plan")
 def plan_compaction(table: str) -> dict[str, Any]:
     """Decide per bucket (``lake_airflow.offpeak``): compact a bucket past the table's
@@ -105,10 +91,6 @@ def plan_compaction(table: str) -> dict[str, Any]:
     deadline = budget_deadline(ctx)
     if deadline is not None and datetime.now(deadline.tzinfo) >= deadline:
         raise skip(ctx, f"{table}: the run's time budget is used up")
-    kinds = triggering_kinds(ctx)
-    if kinds and all(k == "COMPACT" for k in kinds):
-        raise skip(ctx, f"{table}: this run was triggered only by compaction commits "
-                   "(nothing new was written)")
     spec = cfg.table(table)
     try:
         partitions = [parse_partition(p, spec.partition_keys)

@@ -86,7 +86,8 @@ def parse(env: dict[str, str], dags: Path, plugins: bool = False) -> dict[str, A
 def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("integrity")
     env = airflow_env(tmp / "home", tmp / "warehouse", tmp / "landing")
-    return {**parse(env, REPO / "dags", plugins=True), "warehouse": str(tmp / "warehouse")}
+    return {**parse(env, REPO / "dags", plugins=True), "warehouse": str(tmp / "warehouse"),
+            "landing": str(tmp / "landing")}
 
 
 def test_every_dag_file_imports(report: dict[str, Any]) -> None:
@@ -153,6 +154,9 @@ def test_params_are_typed_titled_described_and_valid(report: dict[str, Any]) -> 
     m = report["dags"]["lakecore_ingest"]["params"]["merge_schema"]
     assert m["schema"]["type"] == "boolean" and m["has_default"]  # default off
     assert "landing" in report["dags"]["lakecore_ingest"]["doc_md"]
+    assert (f"The run's logical date picks the landing folder each table reads (shop.orders: "
+            f"{report['landing']}/orders/dt=<date>;") in \
+        report["dags"]["lakecore_ingest"]["params"]["tables"]["description"]
     maint = report["dags"]["lakecore_maintenance"]
     dry = maint["params"]["dry_run"]  # a run you trigger: dry unless asked; schedule: YAML
     assert dry["schema"]["type"] == "boolean" and dry["value"] is True
@@ -178,21 +182,20 @@ def test_generated_from_the_tables_file(report: dict[str, Any]) -> None:
     comp = report["dags"]["lakecore_compaction"]
     assert comp["timetable"] == "AssetOrTimeSchedule"  # nightly cron or any table's event
     assert "0 2 * * *" in comp["summary"]
-    wh = report["warehouse"]
-    assert comp["asset_uris"] == sorted(f"paimon+file:{wh}/shop.db/{t}"
-                                        for t in ("orders", "customers"))
-    assert report["dags"]["lakecore_orders_report"]["asset_uris"] == [
-        f"paimon+file:{wh}/shop.db/orders"]
+    assert comp["asset_uris"] == ["lakecore://shop.customers/", "lakecore://shop.orders/"]
+    assert report["dags"]["lakecore_orders_report"]["asset_uris"] == ["lakecore://shop.orders/"]
 
 
-def test_committing_tasks_emit_through_their_tables_alias(report: dict[str, Any]) -> None:
-    """Every task that commits has an asset-alias outlet named after its table (the
-    backfill's table is a Param: its own alias); nothing else declares outlets."""
+def test_committing_tasks_declare_their_tables_asset(report: dict[str, Any]) -> None:
+    """Ingest declares its table's asset (its page lists the producing tasks); compaction
+    its table's compaction asset, which nothing is scheduled on (no self-trigger); maintenance
+    and the backfill (a Param table) emit through aliases; nothing else declares outlets."""
     dags = report["dags"]
     assert dags["lakecore_ingest"]["outlets"]["ingest_shop__orders"] == [
-        "lakecore-commits:shop.orders"]
+        "lakecore://shop.orders"]
     assert dags["lakecore_compaction"]["outlets"]["shop__customers.compact"] == [
-        "lakecore-commits:shop.customers"]
+        "lakecore://shop.customers/compactions"]
+    assert not any("compactions" in u for d in dags.values() for u in d["asset_uris"])
     assert dags["lakecore_maintenance"]["outlets"]["shop__orders.expire_partitions"] == [
         "lakecore-commits:shop.orders"]
     assert dags["lakecore_backfill"]["outlets"]["overwrite_partition"] == [

@@ -28,32 +28,42 @@ SF, DP = PartitionMarkDoneAction.SUCCESS_FILE, PartitionMarkDoneAction.DONE_PART
 
 
 # -- assets ----------------------------------------------------------------------------------
-def test_asset_uri_names_warehouse_and_table_never_credentials() -> None:
+def test_asset_location_names_warehouse_and_table_never_credentials() -> None:
     assert table_uri("/data/wh/", "shop.orders") == "paimon+file:/data/wh/shop.db/orders"
     uri = table_uri("s3://AKIAXYZ:s3cr3t@lake:9000/wh?token=abc#frag", "shop.orders")
     assert uri == "paimon+s3://lake:9000/wh/shop.db/orders"
     assert "s3cr3t" not in uri and "AKIAXYZ" not in uri and "abc" not in uri
 
 
-def test_lakecore_asset_is_airflows_asset_of_the_declared_table(tmp_path: Path) -> None:
-    """Built inside Airflow (a fresh interpreter): the Asset Airflow stores equals the URI,
-    and an undeclared table fails at parse time naming the declared ones."""
-    env = airflow_env(tmp_path / "home", tmp_path / "wh", tmp_path / "landing")
-    code = """
+ASSET = """
 import json
-from lake_airflow.assets import lakecore_asset
-a = lakecore_asset("shop.orders")
+from lake_airflow.assets import compaction_asset, lakecore_asset
+a, c = lakecore_asset("shop.orders"), compaction_asset("shop.orders")
 try:
     lakecore_asset("shop.order")
     err = None
 except Exception as e:
     err = str(e)
-print("OUT " + json.dumps({"name": a.name, "uri": a.uri, "group": a.group, "err": err}))
+print("OUT " + json.dumps({"name": a.name, "uri": a.uri, "group": a.group, "extra": a.extra,
+                           "compaction": c.name, "err": err}))
 """
-    line = [x for x in run_python(code, env).splitlines() if x.startswith("OUT ")][-1]
-    out = json.loads(line[4:])
-    expected = f"paimon+file:{tmp_path / 'wh'}/shop.db/orders"
-    assert out["uri"] == expected and out["name"] == expected and out["group"] == "lakecore"
+
+
+def test_lakecore_asset_is_named_after_the_table_not_its_location(tmp_path: Path) -> None:
+    """Built inside Airflow (a fresh interpreter): the asset's name is the table's, the same
+    for a moved warehouse; the location is its extra; compactions have their own asset; an
+    undeclared table fails at parse time naming the declared ones."""
+    outs = []
+    for wh in ("wh", "moved-wh"):
+        env = airflow_env(tmp_path / "home", tmp_path / wh, tmp_path / "landing")
+        line = [x for x in run_python(ASSET, env).splitlines() if x.startswith("OUT ")][-1]
+        outs.append(json.loads(line[4:]))
+    out, moved = outs
+    assert out["name"] == moved["name"] == "lakecore://shop.orders"
+    assert out["uri"] == moved["uri"] and out["uri"].startswith("lakecore://shop.orders")
+    assert out["group"] == "lakecore" and out["compaction"] == "lakecore://shop.orders/compactions"
+    assert out["extra"]["location"] == f"paimon+file:{tmp_path / 'wh'}/shop.db/orders"
+    assert moved["extra"]["location"] == f"paimon+file:{tmp_path / 'moved-wh'}/shop.db/orders"
     assert "shop.order" in out["err"] and "shop.customers" in out["err"]
 
 
@@ -66,10 +76,25 @@ def test_event_extra_sums_the_commits() -> None:
                         done=["dt=2026-11-02"])
     assert extra["snapshot_ids"] == [4, 5] and extra["snapshot_id"] == 5
     assert extra["commit_kinds"] == ["APPEND", "COMPACT"] and extra["commit_kind"] == "COMPACT"
-    assert extra["rows"] == 200
+    assert extra["rows"] == 200 and extra["records_merged_away"] == 0
     assert extra["partitions"] == ["dt=2026-11-01", "dt=2026-11-02"]
     assert extra["partitions_done"] == ["dt=2026-11-02"]
     json.dumps(extra)  # an asset event's extra must be JSON
+
+
+def test_event_extras_say_what_changed_in_words() -> None:
+    run = {"dag_id": "d", "task_id": "t", "run_id": "r", "commit_user": "u"}
+    compact = event_extra(table="shop.customers", job="compact", run=run, snapshots=[
+        {"id": 9, "kind": "COMPACT", "rows": -91, "partitions": [""]}])
+    assert "rows" not in compact and compact["records_merged_away"] == 91  # not "rows -91"
+    assert compact["partitions"] == []  # an unpartitioned table: no "" partition
+    assert compact["summary"] == ("compact: COMPACT snapshot(s) 9: 91 superseded or deleted "
+                                  "row versions merged away, data unchanged")
+    back = event_extra(table="shop.orders", job="backfill", run=run, done=["dt=2026-11-01"],
+                       snapshots=[{"id": 3, "kind": "OVERWRITE", "rows": -4,
+                                   "partitions": ["dt=2026-11-01"]}])
+    assert back["job"] == "backfill" and back["rows"] == -4
+    assert back["summary"] == "backfill: OVERWRITE snapshot(s) 3: -4 rows (net) in dt=2026-11-01"
 
 
 # -- the off-peak decision -------------------------------------------------------------------

@@ -32,7 +32,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import yaml
-from lake_airflow.assets import table_uri
+from lake_airflow.assets import asset_name
 from lake_airflow.config import parse_config
 from lake_airflow.demo import customer_changes, orders_extract, write_orders
 from lake_airflow.stack import AirflowStack
@@ -83,9 +83,9 @@ class Meta:
                         "task_id = :t AND key = 'return_value'", d=dag_id, r=run_id, t=task_id)
         return _json(got[0][0]) if got else None
 
-    def events(self, uri: str) -> list[dict[str, Any]]:
+    def events(self, name: str) -> list[dict[str, Any]]:
         got = self.rows("SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id "
-                        "WHERE a.uri = :u ORDER BY e.id", u=uri)
+                        "WHERE a.name = :n ORDER BY e.id", n=name)
         return [_json(r[0]) for r in got]
 
     def finished_run(self, dag_id: str, n: int) -> Any:
@@ -116,7 +116,7 @@ def test_asset_events_drive_the_report_and_the_sensor(
     lake, st, meta = stack
     for day in (D1, D2, D3):
         write_orders(lake.landing, day)
-    uri = table_uri(str(lake.warehouse), "shop.orders")
+    uri = asset_name("shop.orders")
 
     # a sensor for D3 waits in the triggerer (no worker slot) before any data exists
     st.airflow("dags", "trigger", "lakecore_partition_ready", "-c",
@@ -166,8 +166,8 @@ def test_asset_events_drive_the_report_and_the_sensor(
     reported = meta.xcom("lakecore_partition_ready", ready.run_id, "report")
     assert reported["partitions"] == {f"dt={D3}": orders_extract(D3, 2).num_rows}
     # the backfill's OVERWRITE is an event too, and queued a third report
-    kinds = [e["commit_kind"] for e in meta.events(uri)]
-    assert kinds == ["APPEND", "APPEND", "OVERWRITE"]
+    kinds = [(e["commit_kind"], e["job"]) for e in meta.events(uri)]
+    assert kinds == [("APPEND", "ingest"), ("APPEND", "ingest"), ("OVERWRITE", "backfill")]
     run3 = wait_for("the report run for the backfill",
                     lambda: meta.finished_run("lakecore_orders_report", 3))
     rep3 = meta.xcom("lakecore_orders_report", run3.run_id, "report")
@@ -229,3 +229,10 @@ def test_compaction_skips_outside_the_window_and_compacts_at_the_stop_trigger(
     levels = {b["bucket"]: b["level0_files"]
               for b in inspect_table(lake.table("shop.customers"))["buckets"]}
     assert levels == {hot: 0, cold: 3}  # exactly the bucket at the stop trigger
+    # the COMPACT commit is an event of the compaction asset only: it schedules nothing
+    meta = Meta(f"sqlite:///{lake.home / 'airflow.db'}")
+    (ev,) = meta.events(asset_name("shop.customers") + "/compactions")
+    assert ev["commit_kind"] == "COMPACT" and "rows" not in ev and ev["partitions"] == []
+    assert ev["records_merged_away"] >= 0 and "data unchanged" in ev["summary"]
+    assert meta.events(asset_name("shop.customers")) == []
+    meta.engine.dispose()
