@@ -83,10 +83,13 @@ demo: venv dist/lakecore.zip
 
 # The randomized model tests with the long profile: 13x the fast (CI) profile's examples,
 # freshly random each run (a failure prints its seed / reproduce blob), plus the crash matrix
-# at every occurrence of every step (LAKECORE_CRASH_MATRIX=full, 178 kill points).
-soak: venv paimon-venv
+# at every occurrence of every step (LAKECORE_CRASH_MATRIX=full, 178 kill points), plus Java
+# Paimon and lakecore on one table: 10 random seeds x 120 steps per table kind (one history;
+# a failure names LAKECORE_ONE_HISTORY_SEED) and 40 commits per writer on one lock.
+soak: venv paimon-venv $(JAVA_ORACLE)
 	LAKECORE_MODEL_PROFILE=soak LAKECORE_CRASH_MATRIX=full \
-	  $(PY) -m pytest -q --timeout=7200 tests/model tests/faults
+	  $(PY) -m pytest -q --timeout=7200 tests/model tests/faults \
+	  tests/javapaimon/test_one_history.py tests/javapaimon/test_one_lock.py
 
 # Every benchmark, then the summary at the top of bench/RESULTS.md (bench/run_all.py).
 # `make bench BENCH_ARGS=--quick`: a smoke test at small sizes (RESULTS.md is left alone);

@@ -414,8 +414,7 @@ class SqlCatalogLock:
             try:
                 deleted = conn.execute(self._delete, {"lock_id": lock_id, "owner": owner}).rowcount
                 if not deleted:
-                    log.error("catalog lock %s was no longer held by %s at release: it was "
-                              "taken over after its expiry", lock_id, owner)
+                    self._log_lost(conn, lock_id, owner)
                 return
             except DBAPIError as e:
                 if _invalidated(e) and attempt < 2:
@@ -423,6 +422,23 @@ class SqlCatalogLock:
                 log.exception("could not release catalog lock %s held by %s; it expires "
                               "after %s s", lock_id, owner, self.expire_seconds)
                 return
+
+    def _log_lost(self, conn: _Connection, lock_id: str, owner: str) -> None:
+        """Our row was gone at release: say who holds the lock now, if anyone. No row at all
+        is what Java Paimon's release leaves (it deletes by lock id alone, so a Java holder
+        that outlived its expiry deletes the row of whoever took over)."""
+        try:
+            now = self._holder(conn, lock_id)
+        except DBAPIError:
+            now = None
+        if now is not None:
+            log.error("catalog lock %s was no longer held by %s at release: it was taken over "
+                      "after its expiry by %s", lock_id, owner, now.who)
+        else:
+            log.error("catalog lock %s was no longer held by %s at release: its row was "
+                      "deleted while held (taken over after its expiry and released since, or "
+                      "deleted by a Java Paimon writer's release, which deletes by lock id "
+                      "alone)", lock_id, owner)
 
     def holder(self, database: str, table: str) -> LockHolder | None:
         """Who holds the table's lock now (for ``lakecore inspect``), or None."""

@@ -3,7 +3,10 @@
 * ``counter``: N times, under the lock, read an integer from a file, pause, write it + 1.
 * ``hold``: take the lock, write a marker file, then sleep until killed.
 * ``commit``: N small APPEND commits to a table through a catalog with the lock options.
-* ``upsert``: N commits of a primary-key table with default options (inline compaction).
+* ``upsert``: N commits of a primary-key table with default options (inline compaction);
+  with ``go``, it writes ``<go>.<user>`` once the table is open and waits for ``go``
+  to exist before the first commit; with ``pause_after`` (an identifier), that commit waits
+  until the file ``until`` exists.
 """
 
 from __future__ import annotations
@@ -89,12 +92,20 @@ def upsert(args: dict[str, Any]) -> None:
     builder = table.new_stream_write_builder().with_commit_user(args["user"])
     commit = builder.new_commit()
     base, retries, dropped = args["base"], 0, 0
+    go = args.get("go")  # start together: say "ready" (table open), wait for this file
+    if go is not None:
+        Path(f"{go}.{args['user']}").write_text("ready")
+        while not Path(go).exists():
+            time.sleep(0.01)
     for ident in range(1, args["n"] + 1):
         write = builder.new_write()
         ids = [base + ident * 10 + k for k in range(args["rows"])]
         write.write_arrow(pa.table({"id": pa.array(ids, pa.int64()),
                                     "writer": pa.array([args["user"]] * len(ids))}))
         messages = write.prepare_commit(ident)
+        if ident == args.get("pause_after"):  # let another writer in: wait for this file
+            while not Path(args["until"]).exists():
+                time.sleep(0.01)
         while True:
             try:
                 result = commit.commit(messages, ident)

@@ -11,6 +11,7 @@ import org.apache.paimon.append.AppendCompactTask;
 import org.apache.paimon.catalog.Catalog;
 import org.apache.paimon.catalog.CatalogContext;
 import org.apache.paimon.catalog.CatalogFactory;
+import org.apache.paimon.catalog.CatalogLock;
 import org.apache.paimon.catalog.CatalogLockContext;
 import org.apache.paimon.catalog.Identifier;
 import org.apache.paimon.data.GenericRow;
@@ -20,6 +21,7 @@ import org.apache.paimon.data.InternalRow;
 import org.apache.paimon.io.DataFileMeta;
 import org.apache.paimon.jdbc.JdbcCatalog;
 import org.apache.paimon.jdbc.JdbcCatalogLockContext;
+import org.apache.paimon.jdbc.JdbcCatalogLockFactory;
 import org.apache.paimon.manifest.BucketEntry;
 import org.apache.paimon.operation.BaseAppendFileStoreWrite;
 import org.apache.paimon.options.ExpireConfig;
@@ -952,22 +954,38 @@ final class Oracle implements AutoCloseable {
             if (!dyn.isEmpty()) {
                 t = t.copy(dyn);
             }
-            BatchWriteBuilder wb = t.newBatchWriteBuilder();
             Map<String, String> overwrite = overwrite(cmd);
-            if (overwrite != null) {
-                wb.withOverwrite(overwrite);
+            // "batches": one commit per batch of rows, each under the lock (a writer that
+            // commits M times while others commit to the same table); else one commit of "rows"
+            List<JsonNode> batches = new ArrayList<>();
+            if (cmd.hasNonNull("batches")) {
+                cmd.get("batches").forEach(batches::add);
+            } else {
+                batches.add(cmd);
             }
             long started = System.nanoTime();
-            try (BatchTableWrite w = wb.newWrite();
-                    BatchTableCommit c = wb.newCommit()) {
-                w.withIOManager(ioManager);
-                RowRouter router = new RowRouter(t, "oracle-lock-" + UUID.randomUUID());
-                for (GenericRow row : rows(cmd, t.rowType())) {
-                    router.write(w, row);
+            long totalMs = 0;
+            try {
+                for (JsonNode batch : batches) {
+                    JsonNode spec = batch.isArray() ? obj().set("rows", batch) : batch;
+                    // a builder per commit: each has a commit user of its own
+                    BatchWriteBuilder wb = t.newBatchWriteBuilder();
+                    if (overwrite != null) {
+                        wb.withOverwrite(overwrite);
+                    }
+                    try (BatchTableWrite w = wb.newWrite();
+                            BatchTableCommit c = wb.newCommit()) {
+                        w.withIOManager(ioManager);
+                        RowRouter router = new RowRouter(t, "oracle-lock-" + UUID.randomUUID());
+                        for (GenericRow row : rows(spec, t.rowType())) {
+                            router.write(w, row);
+                        }
+                        List<CommitMessage> messages = w.prepareCommit();
+                        started = System.nanoTime();
+                        c.commit(messages);
+                        totalMs += (System.nanoTime() - started) / 1_000_000L;
+                    }
                 }
-                List<CommitMessage> messages = w.prepareCommit();
-                started = System.nanoTime();
-                c.commit(messages);
             } finally {
                 // every getTable of a JdbcCatalog makes a JdbcCatalogLockContext with a pool of
                 // its own that nothing closes: close it, or each command leaks connections
@@ -977,6 +995,8 @@ final class Oracle implements AutoCloseable {
                 }
             }
             out.put("commit_ms", (System.nanoTime() - started) / 1_000_000L);
+            out.put("commits", batches.size());
+            out.put("total_commit_ms", totalMs);
             putId(out, "snapshot_id", latestId(t));
         }
         return out;
@@ -1006,28 +1026,61 @@ final class Oracle implements AutoCloseable {
                     "hold_lock needs a JDBC catalog, got " + catalog.getClass().getName());
         }
         JdbcCatalog jdbc = (JdbcCatalog) catalog;
+        // "catalog" (default): JdbcCatalog.runWithLock, the catalog's own connection pool (what
+        // Java's createTable / alterTable lock with); "table": the lock a table commit takes,
+        // JdbcCatalogLockFactory over the table's JdbcCatalogLockContext (a pool of its own)
+        String via = cmd.path("lock").asText("catalog");
+        final CatalogLock tableLock;
+        final JdbcCatalogLockContext tableLockContext;
+        if (via.equals("table")) {
+            Table t;
+            try {
+                t = jdbc.getTable(id);
+            } catch (Catalog.TableNotExistException e) {
+                jdbc.repairTable(id);
+                t = jdbc.getTable(id);
+            }
+            tableLockContext =
+                    (JdbcCatalogLockContext)
+                            ((FileStoreTable) t).catalogEnvironment().lockContext();
+            tableLock = new JdbcCatalogLockFactory().createLock(tableLockContext);
+        } else if (via.equals("catalog")) {
+            tableLock = null;
+            tableLockContext = null;
+        } else {
+            jdbc.close();
+            throw new IllegalArgumentException("lock must be 'catalog' or 'table', got " + via);
+        }
         final LockHolder[] self = new LockHolder[1];
         LockHolder h =
                 new LockHolder(
                         () -> {
                             LockHolder me = self[0];
                             long start = System.nanoTime();
+                            java.util.concurrent.Callable<Object> body =
+                                    () -> {
+                                        me.waitedMs = (System.nanoTime() - start) / 1_000_000L;
+                                        me.acquired.countDown();
+                                        long t0 = System.nanoTime();
+                                        Thread.sleep(millis);
+                                        me.heldMs = (System.nanoTime() - t0) / 1_000_000L;
+                                        return null;
+                                    };
                             try {
-                                jdbc.runWithLock(
-                                        id,
-                                        () -> {
-                                            me.waitedMs = (System.nanoTime() - start) / 1_000_000L;
-                                            me.acquired.countDown();
-                                            long t0 = System.nanoTime();
-                                            Thread.sleep(millis);
-                                            me.heldMs = (System.nanoTime() - t0) / 1_000_000L;
-                                            return null;
-                                        });
+                                if (tableLock != null) {
+                                    tableLock.runWithLock(
+                                            id.getDatabaseName(), id.getObjectName(), body);
+                                } else {
+                                    jdbc.runWithLock(id, body);
+                                }
                             } catch (Throwable t) {
                                 me.error.set(t);
                             } finally {
                                 me.acquired.countDown();
                                 try {
+                                    if (tableLockContext != null) {
+                                        tableLockContext.connections().close();
+                                    }
                                     jdbc.close();
                                 } catch (Exception ignored) {
                                     // closing the pool
