@@ -283,6 +283,7 @@ def test_registry_covers_exactly_the_supported_keys() -> None:
     assert len(keys) == len(set(keys))
     expected = set(PAIMON_DEFAULTS) | set(NO_DEFAULT) | {
         "fields.<name>.aggregate-function",
+        "fields.<name>.distinct",
         "fields.<name>.ignore-retract",
         "fields.<name>.list-agg-delimiter",
         "fields.<name>.sequence-group",

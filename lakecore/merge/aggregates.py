@@ -143,6 +143,7 @@ def aggregate(
     *,
     ignore_retract: bool = False,
     delimiter: str = ",",
+    distinct: bool = False,
     seen: np.ndarray | None = None,
 ) -> pa.Array:
     """One output value per group: ``func`` folded over the group's active rows.
@@ -183,7 +184,7 @@ def aggregate(
     if func in (AggregateFunction.BOOL_AND, AggregateFunction.BOOL_OR):
         return _bool(func, arr, groups, active & valid)
     if func is AggregateFunction.LISTAGG:
-        return _listagg(arr, groups, active & valid, delimiter)
+        return _listagg(arr, groups, active & valid, delimiter, distinct)
     raise MergeError(f"aggregate function {func.value!r} is not implemented")
 
 
@@ -427,20 +428,73 @@ def _bool(func: AggregateFunction, arr: pa.Array, groups: Groups, use: np.ndarra
     return _from_numpy(res, present, pa.bool_())
 
 
-def _listagg(arr: pa.Array, groups: Groups, use: np.ndarray, delimiter: str) -> pa.Array:
+def _listagg(arr: pa.Array, groups: Groups, use: np.ndarray, delimiter: str,
+             distinct: bool = False) -> pa.Array:
     """FieldListaggAgg: the non-empty strings joined with the delimiter, in merge order. A
     null input leaves the accumulator alone, and so does an empty one (``agg``: an input of
     zero bytes returns the accumulator, an empty accumulator is replaced by the input): a
-    group of empty strings only gives '', of nulls only null."""
+    group of empty strings only gives '', of nulls only null. ``distinct``
+    (``fields.<f>.distinct``): :func:`_distinct_listagg`."""
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         raise MergeError(f"listagg needs a STRING column, got {arr.type}")
     filled = np.asarray(pc.fill_null(pc.greater(pc.binary_length(arr), 0), False)
                         .to_numpy(zero_copy_only=False), dtype=bool)
-    joined = pc.binary_join(_hash_agg(arr, groups, use & filled, "list"), delimiter)
+    if distinct:
+        joined = _distinct_listagg(arr, groups, use & filled, delimiter)
+    else:
+        joined = pc.binary_join(_hash_agg(arr, groups, use & filled, "list"), delimiter)
     only_empty = (groups.count_where(use) > 0) & (groups.count_where(use & filled) == 0)
     if only_empty.any():
         joined = pc.if_else(pa.array(only_empty), pa.scalar("", joined.type), joined)
     return joined.cast(arr.type)
+
+
+def _distinct_listagg(arr: pa.Array, groups: Groups, take: np.ndarray, delimiter: str
+                      ) -> pa.Array:
+    """FieldListaggAgg with ``distinct``, over the non-empty values ``take`` marks: the group's
+    first value whole, then each later value's non-empty parts (split at the delimiter, at ' '
+    when it is empty: ``splitByWholeSeparatorPreserveAllTokens``) that equal no earlier part
+    of the group, each after the delimiter. Columnar: the parts of all values are flattened,
+    and a part is new where it starts a run of equal (group, part) in (group, part, position)
+    order."""
+    rows = np.flatnonzero(take)
+    if rows.size == 0:
+        return pa.nulls(groups.count, pa.string())
+    gid = groups.gid[rows]
+    head = groups.first_index(take)
+    values = arr.take(pa.array(rows)).cast(pa.string())
+    parts = pc.split_pattern(values, delimiter or " ")
+    parent = np.asarray(pc.list_parent_indices(parts).to_numpy(), dtype=np.int64)
+    tokens = pc.list_flatten(parts)
+    t = pa.table({"g": gid[parent], "tok": tokens, "seq": np.arange(len(tokens))})
+    order = pc.sort_indices(t, [("g", "ascending"), ("tok", "ascending"),
+                                ("seq", "ascending")]).to_numpy()
+    g_sorted = t.column("g").to_numpy()[order]
+    tok_sorted = tokens.take(pa.array(order))
+    new_sorted = np.ones(len(order), dtype=bool)
+    if len(order) > 1:
+        same_tok = np.asarray(pc.equal(tok_sorted[1:], tok_sorted[:-1]).to_numpy(
+            zero_copy_only=False), dtype=bool)
+        new_sorted[1:] = (g_sorted[1:] != g_sorted[:-1]) | ~same_tok
+    first = np.empty(len(order), dtype=bool)
+    first[order] = new_sorted
+    g = gid[parent]
+    from_head = rows[parent] == head[g]
+    nonempty = np.asarray(pc.greater(pc.binary_length(tokens), 0).to_numpy(
+        zero_copy_only=False), dtype=bool)
+    added = first & nonempty & ~from_head
+    whole = take_or_null(values, np.searchsorted(rows, np.maximum(head, 0)))
+    whole = pc.if_else(pa.array(head >= 0), whole, pa.scalar(None, pa.string()))
+    if not added.any():
+        return whole
+    keep = pa.array(added)
+    sub = pa.table({"g": pa.array(g).filter(keep), "v": tokens.filter(keep)})
+    res = sub.group_by("g", use_threads=False).aggregate([("v", "list")])  # in part order
+    slot = np.full(groups.count, -1, dtype=np.int64)
+    slot[res.column("g").to_numpy()] = np.arange(res.num_rows)
+    tail = take_or_null(pc.binary_join(res.column("v_list").combine_chunks(), delimiter), slot)
+    joined = pc.binary_join_element_wise(whole, tail, delimiter)
+    return pc.if_else(pa.array(slot >= 0), joined, whole)
 
 
 def _hash_agg(arr: pa.Array, groups: Groups, use: np.ndarray, how: str) -> pa.Array:

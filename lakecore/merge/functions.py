@@ -212,7 +212,8 @@ def _aggregation(
             if reset is None or func in _FIRST:
                 merged[col] = aggregate(
                     func, arr, groups, active, retract, ignore_retract=ignore_retract,
-                    delimiter=spec.listagg_delimiter(col), seen=seen,
+                    delimiter=spec.listagg_delimiter(col),
+                    distinct=col in spec.listagg_distinct, seen=seen,
                 )
                 if reset is not None:
                     merged[col] = reset.first_after_reset(func, arr, retract, merged[col])
@@ -220,6 +221,7 @@ def _aggregation(
                 merged[col] = aggregate(
                     func, arr, groups, active | reset.row, fold_retract,
                     ignore_retract=ignore_retract, delimiter=spec.listagg_delimiter(col),
+                    distinct=col in spec.listagg_distinct,
                     seen=seen | reset.row,
                 )
         except RetractionError as e:

@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TypeVar
 
-from lakecore.errors import OptionError
+from lakecore.errors import OptionError, UnsupportedFeatureError
 from lakecore.format.kv import KEY_PREFIX
 from lakecore.options import AggregateFunction, CoreOptions, MergeEngine
 from lakecore.options.registry import (
     FIELD_AGGREGATE_FUNCTION,
+    FIELD_DISTINCT,
     FIELD_IGNORE_RETRACT,
     FIELD_LIST_AGG_DELIMITER,
     FIELDS_DEFAULT_AGGREGATE_FUNCTION,
@@ -99,6 +100,7 @@ class MergeSpec:
     default_aggregate_function: AggregateFunction | None = None
     ignore_retract: frozenset[str] = frozenset()
     listagg_delimiters: Mapping[str, str] = field(default_factory=dict, hash=False)
+    listagg_distinct: frozenset[str] = frozenset()
     sequence_descending: bool = False
     sequence_groups: tuple[SequenceGroup, ...] = ()
     has_sequence_groups: bool = False
@@ -112,6 +114,7 @@ class MergeSpec:
         set_(self, "ignore_retract", frozenset(self.ignore_retract))
         set_(self, "aggregate_functions", MappingProxyType(dict(self.aggregate_functions)))
         set_(self, "listagg_delimiters", MappingProxyType(dict(self.listagg_delimiters)))
+        set_(self, "listagg_distinct", frozenset(self.listagg_distinct))
         set_(self, "sequence_groups", tuple(self.sequence_groups))
         if self.sequence_groups:
             set_(self, "has_sequence_groups", True)
@@ -139,6 +142,12 @@ class MergeSpec:
     def _validate_partial_update(self, values: set[str]) -> None:
         """PartialUpdateMergeFunction.Factory: the delete behaviours that conflict, the
         groups' columns, and functions other than last_non_null_value only in groups."""
+        if self.listagg_distinct:
+            column = sorted(self.listagg_distinct)[0]
+            raise UnsupportedFeatureError(
+                f"table option {FIELD_DISTINCT.for_field(column)}=true: a distinct listagg in "
+                "a partial-update sequence group is not supported by lakecore (only by the "
+                "aggregation engine); the table was left as it is")
         if self.ignore_delete and self.remove_record_on_delete:
             raise OptionError(
                 PARTIAL_UPDATE_REMOVE_RECORD_ON_DELETE.key,
@@ -253,6 +262,7 @@ class MergeSpec:
             default_aggregate_function=options.fields_default_aggregate_function,
             ignore_retract=frozenset(c for c, v in of_values(FIELD_IGNORE_RETRACT).items() if v),
             listagg_delimiters=of_values(FIELD_LIST_AGG_DELIMITER),
+            listagg_distinct=frozenset(c for c, v in of_values(FIELD_DISTINCT).items() if v),
             sequence_descending=bool(options.sequence_field) and (
                 options.sequence_field_descending),
             sequence_groups=groups,

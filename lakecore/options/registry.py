@@ -339,6 +339,10 @@ FIELD_LIST_AGG_DELIMITER = _opt(
     "fields.<name>.list-agg-delimiter", parse_string, ",",
     "Separator the listagg function puts between values.",
 )
+FIELD_DISTINCT = _opt(
+    "fields.<name>.distinct", parse_bool, False,
+    "listagg: after the first value, add only the parts (split at the delimiter) not yet held.",
+)
 
 # --- writing --------------------------------------------------------------------------------
 WRITE_ONLY = _opt(

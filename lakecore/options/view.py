@@ -197,6 +197,9 @@ class OptionsView:
     def field_list_agg_delimiter(self, name: str) -> str:
         return self._field(reg.FIELD_LIST_AGG_DELIMITER, name)
 
+    def field_distinct(self, name: str) -> bool:
+        return self._field(reg.FIELD_DISTINCT, name)
+
     # --- writing ------------------------------------------------------------------------
     write_only = _Value(reg.WRITE_ONLY)
     write_merge_schema = _Value(reg.WRITE_MERGE_SCHEMA)
