@@ -432,6 +432,10 @@ def test_first_row(java_paimon: JavaPaimon, tmp_path: Path, write_only: str) -> 
 
 def test_first_row_universal_compaction_of_java_level0(java_paimon: JavaPaimon,
                                                         tmp_path: Path) -> None:
+    """Java's level-0 file of a first-row table, lifted by lakecore's universal pick to level
+    4 under Java's level 5: the keys level 5 holds (6, 7) are dropped, as Java's
+    FirstRowMergeFunctionWrapper does, so Java's raw read of the files (MergeTreeSplitGenerator)
+    shows each key once."""
     jp, wh = java_paimon, tmp_path
     t = at(wh)
     jp.call("create", **t, fields=KV, primary_keys=["id"],
@@ -613,6 +617,9 @@ def test_java_tags_and_expiry_survive_lakecore_maintenance(java_paimon: JavaPaim
 
 def test_lakecore_expiry_deletes_what_java_expiry_deletes(java_paimon: JavaPaimon,
                                                           tmp_path: Path) -> None:
+    """Java expired a tagged snapshot with a changelog (its changelog manifest list is gone,
+    the tag still names it); lakecore's expiry and Java's of a copy then leave the same files
+    (ExpireSnapshotsImpl, FileDeletionBase.manifestSkippingSet)."""
     jp = java_paimon
     ours, theirs = tmp_path / "lc", tmp_path / "java"
     _tagged_changelog_table(jp, ours)

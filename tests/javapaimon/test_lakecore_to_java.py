@@ -372,6 +372,9 @@ def test_partial_update_refuses_deletes_like_java(java_paimon: JavaPaimon, lake:
 
 def test_first_row_refuses_a_delete_on_write_like_java(java_paimon: JavaPaimon,
                                                        lake: Lake) -> None:
+    """first-row without ignore-delete: a -D fails Java's write (FirstRowMergeFunction.add in
+    its lookup compaction) and lakecore's (its compaction on write refuses the level-0 -D);
+    neither commits, and both read C1."""
     jp = java_paimon
     lake.create("fr", KV, bucket="1", **{"rowkind.field": "rk", "merge-engine": "first-row"})
     lake.write("fr", C1)
@@ -468,6 +471,9 @@ def test_remove_record_on_delete_record_by_record(java_paimon: JavaPaimon, lake:
 
 def test_first_row_lookup_compaction_drops_keys_of_higher_levels(java_paimon: JavaPaimon,
                                                                  lake: Lake) -> None:
+    """lakecore's compaction on write lifts the last commit's level-0 file to level 4 and drops
+    key 4, which level 5 holds (FirstRowMergeFunctionWrapper): Java's raw read of the files
+    shows each key once."""
     jp = java_paimon
     lake.create("fr", KV, bucket="1", **{"rowkind.field": "rk", "merge-engine": "first-row"})
     for c in (C1, C2, [(4, "d", None, "+U")]):
