@@ -381,13 +381,15 @@ def test_lock_commit_on_sqlite(java_paimon: JavaPaimon, tmp_path: Path) -> None:
         assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
     assert rows(jp.call("read", **t)) == [(1, "fs"), (2, "jdbc"), (3, "jdbc")]
 
-    # contention: the lock held (in the driver's background thread) makes the commit wait
-    held = jp.call("hold_lock", catalog=cat, table="db.t", millis=1200, background=True)
+    # contention: the lock held (in the driver's background thread) makes the commit wait; the
+    # hold outlasts the asserted wait by 1.4 s or more, the slack for a loaded machine between
+    # "held" and the commit starting
+    held = jp.call("hold_lock", catalog=cat, table="db.t", millis=2400, background=True)
     assert held["lock_id"] == "ck.db.t"
     started = time.monotonic()
     waited = jp.call("lock_commit", catalog=cat, table="db.t", rows=[[4, "late"]])
     assert time.monotonic() - started >= 0.8 and waited["commit_ms"] >= 800
-    assert jp.call("wait_locks")["held_ms"][0] >= 1200
+    assert jp.call("wait_locks")["held_ms"][0] >= 2400
     assert rows(jp.call("read", **t))[-1] == (4, "late")
 
 
@@ -433,7 +435,7 @@ def test_lock_commit_on_postgresql(java_paimon: JavaPaimon, tmp_path: Path) -> N
     jp, t = java_paimon, at(tmp_path / "wh")
     jp.call("create", **t, fields=KV, primary_keys=["id"], options={"bucket": "1"})
     assert jp.call("lock_commit", catalog=cat, table="db.t", rows=[[1, "pg"]])["registered"]
-    held = jp.call("hold_lock", catalog=cat, table="db.t", millis=800, background=True)
+    held = jp.call("hold_lock", catalog=cat, table="db.t", millis=2000, background=True)
     assert held["lock_id"] == f"{key}.db.t"
     assert jp.call("lock_commit", catalog=cat, table="db.t", rows=[[2, "pg"]])["commit_ms"] >= 500
     jp.call("wait_locks")
@@ -590,11 +592,11 @@ def test_java_jdbc_writer_and_lakecore_share_the_lock(java_paimon: JavaPaimon,
     cat = sqlite_catalog(tmp_path)
     assert jp_commit(java_paimon, cat, [[2, "java"]])["registered"]
 
-    java_paimon.call("hold_lock", catalog=cat, table="db.t", millis=1200, background=True)
+    java_paimon.call("hold_lock", catalog=cat, table="db.t", millis=2400, background=True)
     started = time.monotonic()
     lc_write(table, pa.table({"id": [3], "v": ["lakecore-waited"]}, schema=schema))
     waited = time.monotonic() - started
-    assert java_paimon.call("wait_locks")["held_ms"][0] >= 1200
+    assert java_paimon.call("wait_locks")["held_ms"][0] >= 2400
     assert waited >= 0.8, f"lakecore did not wait for Java's lock ({waited:.2f} s)"
 
     # and the other way round: Java's commit waits while lakecore's lock holds the table
@@ -603,7 +605,7 @@ def test_java_jdbc_writer_and_lakecore_share_the_lock(java_paimon: JavaPaimon,
 
     def hold() -> None:
         entered.set()
-        time.sleep(1.2)
+        time.sleep(2.4)
 
     holder = threading.Thread(target=lock.run_with_lock, args=("db", "t", hold))
     holder.start()
