@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 import requests
 import yaml
-from lake_airflow.assets import table_uri
+from lake_airflow.assets import asset_name
 from lake_airflow.config import parse_config
 from lake_airflow.demo import airflow_env, orders_extract
 from lake_airflow.tables import ensure_table, open_catalog
@@ -62,13 +62,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, dic
         assert r.status_code in (200, 201), r.text
         s = Server(url, r.json()["access_token"], tmp)
         # an event on the orders asset, as an ingest would have emitted it
-        uri = table_uri(str(tmp / "wh"), "shop.orders")
-        assets = s.api("GET", "/api/v2/assets", params={"uri_pattern": "shop.db/orders"})
-        (asset,) = [a for a in assets.json()["assets"] if a["uri"] == uri]
+        assets = s.api("GET", "/api/v2/assets", params={"name_pattern": "shop.orders"})
+        (asset,) = [a for a in assets.json()["assets"]
+                    if a["name"] == asset_name("shop.orders")]
+        assert asset["extra"]["location"] == f"paimon+file:{tmp / 'wh'}/shop.db/orders"
         ev = s.api("POST", "/api/v2/assets/events", json={"asset_id": asset["id"], "extra": {
             "commit_kind": "APPEND", "snapshot_ids": [1], "rows": 400,
             "partitions": ["dt=2026-11-01", "dt=2026-11-02"],
-            "partitions_done": ["dt=2026-11-01"], "job": "ingest"}})
+            "partitions_done": ["dt=2026-11-01"], "job": "ingest",
+            "summary": "ingest: APPEND snapshot(s) 1: +400 rows (net) in dt=2026-11-01"}})
         assert ev.status_code == 200, ev.text
         yield s, asset
 
@@ -102,15 +104,16 @@ def test_page_shows_asset_events_done_partitions_and_window(
     page.wait_for_url("**/plugin/lake-tables")
     frame = page.frame_locator("iframe")
     card = frame.locator("#shop__orders")
-    card.locator(".asset-link").wait_for()
+    card.locator(".asset-link").first.wait_for()
     page.screenshot(path=str(server.shots / "data-aware.png"), full_page=True)
     link = card.locator(".asset-link")
-    assert link.inner_text() == asset["uri"]
-    assert link.get_attribute("href") == f"/assets/{asset['id']}"
+    assert link.first.inner_text() == asset["name"] == "lakecore://shop.orders"
+    assert link.first.get_attribute("href") == f"/assets/{asset['id']}"
     events = card.locator(".asset-events tbody tr")
     assert events.count() == 1
     cells = events.first.locator("td").all_inner_texts()
     assert cells[2:7] == ["APPEND", "1", "400", "dt=2026-11-01, dt=2026-11-02", "dt=2026-11-01"]
+    assert cells[8] == "ingest: APPEND snapshot(s) 1: +400 rows (net) in dt=2026-11-01"
     done = card.locator(".done-partitions tbody tr")
     assert done.count() == 1
     row = done.first.locator("td").all_inner_texts()
@@ -130,7 +133,7 @@ def test_asset_link_opens_airflows_asset_page(browser: Any,
     page, (server, asset) = browser, site
     page.goto(server.url + "/plugin/lake-tables")
     frame = page.frame_locator("iframe")
-    frame.locator("#shop__orders .asset-link").click()
+    frame.locator("#shop__orders .asset-link").first.click()
     page.wait_for_url(f"**/assets/{asset['id']}")
     page.get_by_text(asset["name"]).first.wait_for()
     page.screenshot(path=str(server.shots / "asset.png"), full_page=True)

@@ -130,3 +130,95 @@ def test_no_secret_is_shown(tmp_path: Path, lake: tuple[LakeConfig, LockTarget])
         assert SECRET not in body and "postgresql+psycopg" not in body and "127.0.0.1:1" \
             not in body
     assert "s3://***@bucket/wh" == scrub(f"s3://key:{SECRET}@bucket/wh")
+
+
+def login_at(next_url: str) -> str:
+    return f"/auth/login?next={next_url}"
+
+
+def test_anonymous_browsers_go_to_the_login_page(lake: tuple[LakeConfig, LockTarget]) -> None:
+    cfg, lock = lake
+    client = TestClient(create_app(fake_login, lambda: report_for(cfg, lock), login_at),
+                        follow_redirects=False)
+    browser = {"Accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    r = client.get("/", headers=browser)
+    assert r.status_code == 303 and r.headers["location"] == "/auth/login?next=/"
+    for headers in ({"Accept": "application/json"}, {"Accept": "*/*"}, {}):  # API clients
+        r = client.get("/api/tables", headers=headers)
+        assert r.status_code == 401 and r.json() == {"detail": "Not authenticated"}
+    assert client.get("/", headers={**browser, "Authorization": "Bearer good-token"}
+                      ).status_code == 200
+
+
+def test_page_refreshes_itself(lake: tuple[LakeConfig, LockTarget],
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg, lock = lake
+    client = TestClient(create_app(fake_login, lambda: report_for(cfg, lock)))
+    ok = {"Authorization": "Bearer good-token"}
+    assert "<meta http-equiv='refresh' content='60'>" in client.get("/", headers=ok).text
+    assert "http-equiv='refresh'" not in client.get("/?refresh=0", headers=ok).text
+    monkeypatch.setenv("LAKECORE_HEALTH_REFRESH_SECONDS", "15")
+    page = client.get("/", headers=ok).text
+    assert "content='15'" in page and "refreshes every 15 s" in page
+
+
+def test_page_says_why_and_what(lake: tuple[LakeConfig, LockTarget]) -> None:
+    """Warnings only where compaction is due, the reason otherwise; sizes for people;
+    explained columns and '-'; run ids linked to their runs; history that expired is not
+    presented as lost data."""
+    from lake_airflow.health.page import human_size, render_table
+
+    cfg, lock = lake
+    customers = next(t for t in report_for(cfg, lock)["tables"]
+                     if t["name"] == "shop.customers")
+    html = render_table(customers)
+    assert '<span class="kpi warn">level-0 backlog: <b>6</b>' in html
+    assert "compaction is due" in html
+    assert "no COMPACT among the 3 snapshot(s) kept" in html and "none retained" not in html
+    assert "size: <b>" in html and ("KiB" in html or "bytes" in html)
+    assert 'title="Size amplification: bytes above the highest level' in html
+    assert "nothing compacted to a level above 0 yet" in html
+    idle = {**customers, "compaction_preview": {**customers["compaction_preview"],
+                                                "buckets": 0,
+                                                "skipped_reason": "no bucket reached "
+                                                "num-sorted-run.compaction-trigger"}}
+    html = render_table(idle)
+    assert "kpi warn" not in html
+    assert "no action due: no bucket reached num-sorted-run.compaction-trigger" in html
+    run = {"dag_id": "lakecore_compaction", "task_id": "shop__customers.compact",
+           "run_id": "manual__2026-11-06T00:00:00+00:00", "state": "success",
+           "end": "2026-11-06T00:01:00+00:00"}
+    html = render_table({**customers, "last_compaction_task": run})
+    assert ('href="/dags/lakecore_compaction/runs/manual__2026-11-06T00%3A00%3A00%2B00%3A00"'
+            in html)
+    assert human_size(512) == "512 bytes" and human_size(1536) == "1.5 KiB"
+    assert human_size(3 * 1024 ** 3) == "3.0 GiB"
+
+
+def test_a_silent_lock_database_does_not_hang_the_page(
+        lake: tuple[LakeConfig, LockTarget]) -> None:
+    """A lock host that accepts connections and never answers: every table's lock is
+    'unknown' after the connect timeout, and the page answers."""
+    import socket
+    import time
+
+    from lake_airflow.health.report import CONNECT_TIMEOUT_SECONDS
+
+    cfg, _ = lake
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel accepts; nobody ever answers
+        port = silent.getsockname()[1]
+        lock = LockTarget(f"postgresql+psycopg://lake:x@127.0.0.1:{port}/lakecore",
+                          "lakecore_lock", "connection")
+        done: list[dict[str, Any]] = []
+        started = time.monotonic()
+        worker = threading.Thread(target=lambda: done.append(report_for(cfg, lock)),
+                                  daemon=True)
+        worker.start()
+        worker.join(timeout=len(cfg.tables) * CONNECT_TIMEOUT_SECONDS * 2 + 10)
+        assert done, "the report hung on the silent lock database"
+    assert time.monotonic() - started >= CONNECT_TIMEOUT_SECONDS  # it did wait for it
+    for t in done[0]["tables"]:
+        assert t.get("lock", {}).get("state") in ("unknown", None), t["name"]
+    assert any(t.get("lock", {}).get("state") == "unknown" for t in done[0]["tables"])

@@ -199,8 +199,8 @@ def test_every_dag_on_postgres_with_overlapping_runs(tmp_path: Path, spark_zip: 
 
     first, rerun = lake.run(ingest(D1, "shop.customers"), ingest(D1, "shop.customers"))
     assert task(first, "ingest_shop__customers")["return_value"]["snapshot_ids"] == [1]
-    again = task(rerun, "ingest_shop__customers")["return_value"]
-    assert again["skipped"] is True  # the rerun of the same run committed nothing
+    again = task(rerun, "ingest_shop__customers")  # the rerun committed nothing: no event
+    assert again["state"] == "skipped" and "commit was already there" in again["skipped_reason"]
     assert [s[0] for s in lake.snapshots("shop.customers")] == [1]
     engine = create_engine(pg_database)
     assert inspect(engine).has_table("paimon_distributed_locks")  # in the metadata DB

@@ -131,6 +131,11 @@ def test_health_routes_refuse_anonymous(server: Server) -> None:
         bad = requests.get(server.url + path, timeout=30,
                            headers={"Authorization": "Bearer not-a-jwt"})
         assert bad.status_code in (401, 403), path
+    # a browser without a login is sent to Airflow's login page; API clients keep the 401
+    r = requests.get(server.url + "/lake/", timeout=30, allow_redirects=False,
+                     headers={"Accept": "text/html,application/xhtml+xml"})
+    assert r.status_code == 303 and r.headers["location"].startswith("/auth/login"), r.text
+    assert r.headers["location"] == "/auth/login?next=%2Flake%2F"  # back here after login
     r = server.api("GET", "/lake/api/tables/shop.customers")
     assert r.status_code == 200 and r.json()["latest_snapshot"] == 3
     assert r.json()["compaction_preview"]["buckets"] == 2

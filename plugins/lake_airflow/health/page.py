@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from html import escape
 from typing import Any
+from urllib.parse import quote
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px;color:#1a202c}
@@ -14,21 +15,75 @@ td,th{border:1px solid #e2e8f0;padding:3px 8px;font-size:.85rem;text-align:left}
 th{background:#f7fafc} .card{border:1px solid #cbd5e0;border-radius:8px;padding:8px 14px;
 margin-bottom:14px} .kpi{display:inline-block;margin-right:18px} .kpi b{font-size:1.05rem}
 .warn{color:#b7791f} .ok{color:#2f855a} .bad{color:#c53030}
+th.explained{text-decoration:underline dotted;cursor:help} .legend{max-width:60rem}
 """
+
+BUCKET_COLUMNS = {
+    "partition": "The partition's values (Paimon's k=v path).",
+    "bucket": "The bucket number: each bucket of a partition is one LSM tree.",
+    "files per level": "Live data files at each LSM level (L0: fresh writes; the highest "
+                       "level: the compacted base).",
+    "sorted runs": "What compaction counts: each level-0 file is a run, each level >= 1 one "
+                   "run. Compaction is due at num-sorted-run.compaction-trigger.",
+    "level-0 files": "Files written since the last compaction of the bucket.",
+    "size amp %": "Size amplification: bytes above the highest level, relative to it, as "
+                  "Paimon's universal compaction computes it. '-': nothing compacted to a "
+                  "level above 0 yet, so there is no base to compare with.",
+}
+SNAPSHOT_COLUMNS = {
+    "records": "Total records in the snapshot's live files (before merging keys).",
+    "delta": "Records this commit added (negative for an overwrite that removed more, or a "
+             "compaction that merged superseded row versions away: no data lost).",
+    "commit user": "Who committed: an Airflow run's commit user names its DAG, task and run.",
+    "identifier": "The commit identifier (the run's date for an ingest).",
+}
+
+
+class Html(str):
+    """Markup built here from escaped parts: put into a cell as it is."""
 
 
 def _e(v: Any) -> str:
+    if isinstance(v, Html):
+        return str(v)
     return "-" if v is None or v == "" else escape(str(v))
 
 
-def _table(headers: list[str], rows: list[list[Any]]) -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+def _table(headers: list[str], rows: list[list[Any]],
+           explain: dict[str, str] | None = None) -> str:
+    """A table; ``explain`` gives a header its tooltip (shown as a dotted underline)."""
+    explain = explain or {}
+    head = "".join(f'<th title="{escape(explain[h])}" class="explained">{escape(h)}</th>'
+                   if h in explain else f"<th>{escape(h)}</th>" for h in headers)
     body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _kpi(label: str, value: Any, cls: str = "") -> str:
-    return f'<span class="kpi {cls}">{escape(label)}: <b>{_e(value)}</b></span>'
+def _kpi(label: str, value: Any, cls: str = "", note: str = "") -> str:
+    extra = f' <span class="muted">({escape(note)})</span>' if note else ""
+    return f'<span class="kpi {cls}">{escape(label)}: <b>{_e(value)}</b>{extra}</span>'
+
+
+def human_size(n: Any) -> str:
+    """``1536`` -> ``1.5 KiB``; bytes below 1 KiB as they are."""
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{int(size)} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} bytes"  # not reached
+
+
+def run_link(dag_id: str | None, run_id: str | None, text: str | None = None) -> Any:
+    """A run id linked to its page in Airflow's UI (``/dags/<dag>/runs/<run>``), opened in
+    the parent frame."""
+    if not dag_id or not run_id:
+        return text or run_id
+    href = f"/dags/{quote(dag_id, safe='')}/runs/{quote(run_id, safe='')}"
+    return Html(f'<a class="run-link" href="{escape(href)}" target="_top" '
+                f'onclick="return lakeNavigate(this)">{escape(text or run_id)}</a>')
 
 
 def _lock(lock: dict[str, Any] | None) -> str:
@@ -42,7 +97,30 @@ def _lock(lock: dict[str, Any] | None) -> str:
 
 
 def _run(r: dict[str, Any] | None) -> str:
-    return "never" if not r else f"{r['end']} ({r['state']}, run {r['run_id']})"
+    if not r:
+        return "never"
+    return (f"{escape(r['end'])} ({escape(r['state'])}, run "
+            f"{_e(run_link(r.get('dag_id'), r.get('run_id')))})")
+
+
+def _backlog(t: dict[str, Any]) -> str:
+    """Level-0 files, in warning colour only when compaction has something to do now."""
+    backlog, preview = t["level0_backlog"], t["compaction_preview"]
+    if not backlog:
+        return _kpi("level-0 backlog", 0, "ok")
+    if preview["buckets"]:
+        return _kpi("level-0 backlog", backlog, "warn", "compaction is due")
+    return _kpi("level-0 backlog", backlog, "",
+                f"no action due: {preview['skipped_reason'] or 'below the triggers'}")
+
+
+def _last_compaction(t: dict[str, Any]) -> str:
+    lc = t.get("last_compaction")
+    if lc:
+        return f"snapshot {lc['id']} at {lc['time']}"
+    n = t.get("snapshots_retained") or len(t.get("snapshots") or [])
+    return (f"no COMPACT among the {n} snapshot(s) kept (older snapshots expire by "
+            "snapshot.num-retained / snapshot.time-retained: history, not data)")
 
 
 def render_table(t: dict[str, Any]) -> str:
@@ -56,39 +134,41 @@ def render_table(t: dict[str, Any]) -> str:
     preview = t["compaction_preview"]
     plan = (f"{preview['buckets']} bucket(s), {preview['files']} file(s) would be compacted"
             if preview["buckets"] else f"nothing to compact: {preview['skipped_reason']}")
-    lc = t.get("last_compaction")
-    last_compaction = f"snapshot {lc['id']} at {lc['time']}" if lc else "none retained"
+    amp = t["max_size_amplification_percent"]
     parts = [
         f'<div class="card" id="{escape(t["slug"])}"><h2>{name}</h2>',
         f'<div class="muted">{_e(t.get("description"))}</div><p>',
         _kpi("snapshots", f"{t['earliest_snapshot']}..{t['latest_snapshot']}"),
         _kpi("live files", t["total_files"]), _kpi("rows in files", t["total_rows_in_files"]),
-        _kpi("bytes", t["total_bytes"]),
-        _kpi("level-0 backlog", t["level0_backlog"], "warn" if t["level0_backlog"] else "ok"),
-        _kpi("max size amplification %", t["max_size_amplification_percent"]),
+        _kpi("size", human_size(t["total_bytes"])),
+        _backlog(t),
+        _kpi("max size amplification %", amp, "",
+             "" if amp is not None else "nothing compacted above level 0 yet"),
         "<br>", _lock(t.get("lock")), "</p>",
         f"<p><b>Compaction now:</b> {escape(plan)}<br>",
-        f"<b>Last compaction:</b> "
-        f"{_e(last_compaction)}"
-        f" &middot; task: {escape(_run(t.get('last_compaction_task')))}<br>",
-        f"<b>Last expiry:</b> {escape(_run(t.get('last_expiry')))}</p>",
+        f"<b>Last compaction:</b> {escape(_last_compaction(t))}"
+        f" &middot; task: {_run(t.get('last_compaction_task'))}<br>",
+        f"<b>Last expiry:</b> {_run(t.get('last_expiry'))}</p>",
         "<h3>Buckets (sorted runs per bucket)</h3>",
-        _table(["partition", "bucket", "files per level", "sorted runs", "level-0 files",
-                "size amp %"],
+        _table(list(BUCKET_COLUMNS),
                [[b["partition"] or "(unpartitioned)", b["bucket"],
                  ", ".join(f"L{k}: {v}" for k, v in sorted(b["files_per_level"].items())),
                  b["sorted_runs"], b["level0_files"], b["size_amplification_percent"]]
-                for b in t["buckets"]]),
+                for b in t["buckets"]], BUCKET_COLUMNS),
+        "<p class='muted legend'>Hover a column name for what it means. size amp % '-': "
+        "nothing compacted to a level above 0 yet, so there is no base to compare with.</p>",
         *_dynamic_buckets(t.get("dynamic_buckets") or []),
         *_deletion_vectors(t.get("deletion_vectors") or []),
         *_asset(t.get("asset") or {}),
+        *_asset(t.get("compaction_asset") or {}, "Compactions (their own asset: COMPACT "
+                "commits rewrite files, not data, and schedule nothing)"),
         *_offpeak(t.get("offpeak")),
         *_done(t.get("done_partitions") or [], t.get("mark_done_actions") or []),
         "<h3>Latest snapshots</h3>",
         _table(["id", "kind", "time (UTC)", "records", "delta", "commit user", "identifier"],
                [[s["id"], s["kind"], s["time"], s["total_record_count"],
                  s["delta_record_count"], s["commit_user"], s["commit_identifier"]]
-                for s in t["snapshots"]]),
+                for s in t["snapshots"]], SNAPSHOT_COLUMNS),
     ]
     if t.get("tags"):
         parts += ["<h3>Tags</h3>", _table(["tag", "snapshot", "kind"], [
@@ -97,25 +177,30 @@ def render_table(t: dict[str, Any]) -> str:
     return "".join(parts)
 
 
-def _asset(a: dict[str, Any]) -> list[str]:
-    """The table's Airflow asset: a link to its page (outside the plugin's frame) and its
-    latest events."""
+def _asset(a: dict[str, Any], title: str = "Asset") -> list[str]:
+    """An asset of the table: a link to its page (outside the plugin's frame), where the
+    table lives, and its latest events."""
     if not a:
         return []
-    uri = escape(str(a.get("uri", "")))
+    name = escape(str(a.get("name", "")))
     link = (f'<a class="asset-link" href="{escape(a["url"])}" target="_top" '
-            f'onclick="return lakeNavigate(this)">{uri}</a>'
-            if a.get("url") else f"{uri} <span class='muted'>(no event yet)</span>")
-    parts = [f'<h3>Asset</h3><p class="asset">{link}</p>']
+            f'onclick="return lakeNavigate(this)">{name}</a>'
+            if a.get("url") else f"{name} <span class='muted'>(no event yet)</span>")
+    where = (f" <span class='muted'>location {escape(a['location'])}</span>"
+             if a.get("location") else "")
+    parts = [f'<h3>{escape(title)}</h3><p class="asset">{link}{where}</p>']
     events = a.get("events") or []
     if events:
         parts.append('<div class="asset-events">' + _table(
-            ["event", "time (UTC)", "commit", "snapshots", "rows", "partitions", "done", "from"],
+            ["event", "time (UTC)", "commit", "snapshots", "rows (net)", "partitions", "done",
+             "from", "what changed"],
             [[e["id"], e["time"], e["extra"].get("commit_kind"),
               ", ".join(map(str, e["extra"].get("snapshot_ids") or [])),
               e["extra"].get("rows"), ", ".join(e["extra"].get("partitions") or []),
               ", ".join(e["extra"].get("partitions_done") or []),
-              f"{e['dag_id']}.{e['task_id']}" if e.get("dag_id") else None]
+              run_link(e.get("dag_id"), e.get("run_id"), f"{e['dag_id']}.{e['task_id']}")
+              if e.get("dag_id") else None,
+              e["extra"].get("summary")]
              for e in events]) + "</div>")
     return parts
 
@@ -200,14 +285,19 @@ function lakeNavigate(a) {
 """
 
 
-def render_page(report: dict[str, Any], user: str | None) -> str:
+def render_page(report: dict[str, Any], user: str | None, refresh_seconds: int = 0) -> str:
+    """The page; ``refresh_seconds`` > 0 reloads it that often (a meta refresh)."""
     cards = "".join(render_table(t) for t in report["tables"])
     who = f" &middot; signed in as {escape(user)}" if user else ""
+    refresh = (f"<meta http-equiv='refresh' content='{int(refresh_seconds)}'>"
+               if refresh_seconds > 0 else "")
+    every = (f" &middot; refreshes every {int(refresh_seconds)} s" if refresh_seconds > 0
+             else " &middot; reload to refresh")
     return (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Lake tables</title>"
+        f"<!doctype html><html><head><meta charset='utf-8'>{refresh}<title>Lake tables</title>"
         f"<style>{_CSS}</style><script>{_SCRIPT}</script></head><body><h1>Lake tables</h1>"
         f"<div class='muted'>warehouse {escape(report['warehouse'])} &middot; catalog lock: "
         f"{escape(report['lock'])}{_catalog_options(report)} &middot; generated "
-        f"{escape(report['generated'])}{who}</div>"
+        f"{escape(report['generated'])}{every}{who}</div>"
         f"{cards}</body></html>"
     )

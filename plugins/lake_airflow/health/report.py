@@ -23,6 +23,7 @@ from lake_airflow.config import LakeConfig, TableSpec, load_config
 from lake_airflow.lock import LOCK_TABLE, LockTarget, resolve_lock
 
 log = logging.getLogger(__name__)
+CONNECT_TIMEOUT_SECONDS = 5  # every database the page opens answers within this, or is "unknown"
 _USERINFO = re.compile(r"(//)[^/@]*@")
 
 
@@ -37,19 +38,32 @@ def _millis(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="seconds")
 
 
+def page_connect_args(url: str, seconds: int = CONNECT_TIMEOUT_SECONDS) -> dict[str, Any]:
+    """The driver's connect arguments that bound a connection attempt to ``seconds`` (a
+    silent lock host must not hang the page): SQLite's busy timeout, else the driver's
+    connect timeout (``lakecore.lock.drivers``)."""
+    from sqlalchemy.engine import make_url
+
+    from lakecore.lock.drivers import connect_args
+
+    u = make_url(url)
+    return {"timeout": seconds} if u.get_backend_name() == "sqlite" else connect_args(u, seconds)
+
+
 def lock_holder(lock: LockTarget, spec: TableSpec) -> dict[str, Any]:
     """The current holder of the table's catalog lock (never the database URL)."""
     from sqlalchemy import create_engine, inspect
 
     from lakecore.lock.sql import SqlCatalogLock
 
-    engine = create_engine(lock.url)
+    args = page_connect_args(lock.url)
+    engine = create_engine(lock.url, connect_args=args)
     try:
         if not inspect(engine).has_table(LOCK_TABLE):
             return {"state": "no lock table yet", "database": lock.describe()}
     finally:
         engine.dispose()
-    sql_lock = SqlCatalogLock(lock.url)
+    sql_lock = SqlCatalogLock(lock.url, engine_options={"connect_args": args})
     try:
         holder = sql_lock.holder(spec.database, spec.table)
     finally:
@@ -85,16 +99,17 @@ def last_task_run(dag_id: str, task_id: str) -> dict[str, Any] | None:
         return None
 
 
-def asset_events(uri: str, limit: int = 5) -> dict[str, Any]:
-    """The asset of ``uri`` in the Airflow metadata DB (API server side): its id, the UI page
-    and its latest events (newest first), or ``{"id": None}`` when Airflow has not seen it."""
+def asset_events(name: str, limit: int = 5) -> dict[str, Any]:
+    """The asset named ``name`` in the Airflow metadata DB (API server side): its id, the UI
+    page and its latest events (newest first), or ``{"id": None}`` when Airflow has not seen
+    it."""
     try:
         from airflow.models.asset import AssetEvent, AssetModel
         from airflow.utils.session import create_session
         from sqlalchemy import select
 
         with create_session() as session:
-            asset = session.scalars(select(AssetModel).where(AssetModel.uri == uri)).first()
+            asset = session.scalars(select(AssetModel).where(AssetModel.name == name)).first()
             if asset is None:
                 return {"id": None, "events": []}
             rows = session.scalars(
@@ -111,21 +126,26 @@ def asset_events(uri: str, limit: int = 5) -> dict[str, Any]:
 
 
 def _event_summary(extra: dict[str, Any]) -> dict[str, Any]:
-    keys = ("commit_kind", "snapshot_ids", "rows", "partitions", "partitions_done", "job")
+    keys = ("commit_kind", "snapshot_ids", "rows", "records_merged_away", "partitions",
+            "partitions_done", "job", "summary")
     return {k: extra.get(k) for k in keys if k in extra}
 
 
 def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
                   lock: LockTarget | None) -> dict[str, Any]:
-    from lake_airflow.assets import table_uri
+    from lake_airflow.assets import COMPACTIONS, asset_name, table_uri
     from lake_airflow.changes import partition_marks
     from lake_airflow.tables import compaction_preview, compaction_window, get_table
     from lakecore.maintenance import list_tags
     from lakecore.maintenance.inspect import inspect_table
 
-    uri = table_uri(cfg.warehouse, spec.name)
-    out: dict[str, Any] = {"name": spec.name, "description": spec.description,
-                           "slug": spec.slug, "asset": {"uri": scrub(uri), **asset_events(uri)}}
+    name = asset_name(spec.name)
+    out: dict[str, Any] = {
+        "name": spec.name, "description": spec.description, "slug": spec.slug,
+        "asset": {"name": name, "location": scrub(table_uri(cfg.warehouse, spec.name)),
+                  **asset_events(name)},
+        "compaction_asset": {"name": name + COMPACTIONS,
+                             **asset_events(name + COMPACTIONS, limit=3)}}
     table = get_table(catalog, spec.name)
     if table is None:
         out["exists"] = False
@@ -155,6 +175,7 @@ def _table_report(cfg: LakeConfig, spec: TableSpec, catalog: Any,
         total_files=r["total_files"], total_rows_in_files=r["total_rows_in_files"],
         total_bytes=r["total_bytes"],
         last_compaction=last_compact,
+        snapshots_retained=len(snaps),
         last_compaction_task=last_task_run("lakecore_compaction", f"{spec.slug}.compact"),
         last_expiry=last_task_run("lakecore_maintenance", f"{spec.slug}.expire_snapshots"),
         compaction_preview=compaction_preview(table, None, full=False),
