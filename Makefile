@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 QUIET_PIP := grep -v '^WARNING: Location' || true
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: demo test lint unit bench clean venv paimon-venv moto-venv browser soak services java-oracle
+.PHONY: demo airflow test lint unit bench clean venv paimon-venv moto-venv browser soak services java-oracle
 
 venv: $(VENV)/.installed
 paimon-venv: $(PAIMON_VENV)/.installed
@@ -76,10 +76,16 @@ $(JAVA_ORACLE): tests/javapaimon/pom.xml $(shell find tests/javapaimon/src -name
 test: venv paimon-venv moto-venv lint browser dist/lakecore.zip $(JAVA_ORACLE)
 	$(PY) -m pytest -q --durations=25
 
-# The real pipeline through Airflow (dag.test) on its embedded default: SQLite metadata DB,
+# The real pipeline through Airflow (lake_airflow.localrun) on its embedded default: SQLite metadata DB,
 # local[2] Spark, everything under .demo/ (recreated on every run).
 demo: venv dist/lakecore.zip
 	PYTHONPATH=plugins $(PY) -m lake_airflow.demo --root .demo
+
+# The demo's Airflow to stay in (after `make demo`): api-server, scheduler, dag-processor and
+# triggerer on .demo's SQLite DB and warehouse, on 127.0.0.1:$(AIRFLOW_PORT); Ctrl-C stops it.
+AIRFLOW_PORT ?= 8080
+airflow: venv dist/lakecore.zip
+	PYTHONPATH=plugins $(PY) -m lake_airflow.local_airflow --root .demo --port $(AIRFLOW_PORT)
 
 # The randomized model tests with the long profile: 13x the fast (CI) profile's examples,
 # freshly random each run (a failure prints its seed / reproduce blob), plus the crash matrix

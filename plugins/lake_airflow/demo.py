@@ -1,15 +1,18 @@
 """``make demo``: the real pipeline, through Airflow, on Airflow's embedded default.
 
-SQLite metadata DB, ``local[2]`` Spark, a warehouse under the repo (``.demo/``). It writes small
-source extracts (orders per day; a customers change feed with updates and deletes), starts a
-real Airflow (api-server, scheduler, triggerer: ``lake_airflow.stack``), then runs the writing
-DAGs with ``dag.test()`` (``python -m lake_airflow.localrun``): ingest for three logical dates,
+SQLite metadata DB, ``local[2]`` Spark, a warehouse under the repo (``.demo/``, an installation
+``make airflow`` then opens: ``lake_airflow.installation``). It writes small source extracts
+(orders per day; a customers change feed with updates and deletes), starts a real Airflow
+(api-server, scheduler, triggerer: ``lake_airflow.stack``), then runs the writing DAGs through
+``python -m lake_airflow.localrun`` on the LocalExecutor (runs named by their data dates, real
+start and end times, task logs where the UI reads them): ingest for three logical dates,
 maintenance, and a backfill that atomically replaces one day's partition with a corrected
 extract. Each commit is an asset event: Airflow's scheduler runs the downstream report DAG
 (``lakecore_orders_report``) and the compaction DAG on them (compaction on demand, per bucket,
 off-peak or at the stop trigger), and the demo prints what each of those runs did. It ends
 with a summary of each table and a sample query,
-checked against a model of what the sources say. Every run starts from an empty ``.demo/``.
+checked against a model of what the sources say. Every run starts from an empty ``.demo/``
+(but keeps its generated secrets, so the login stays the same).
 
 It lives beside the plugin, not in lakecore (the library that ships to every Spark executor
 knows nothing of Airflow), and imports no Airflow itself: Airflow runs in subprocesses.
@@ -33,6 +36,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from lake_airflow.installation import ADMIN_USER, secret_env, write_config
 
 REPO = Path(__file__).resolve().parents[2]
 DATES = ("2026-11-01", "2026-11-02", "2026-11-03")
@@ -139,7 +144,9 @@ def airflow_env(home: Path, warehouse: Path, landing: Path, *, db_url: str | Non
                 lock_url: str | None = None, extra: dict[str, str] | None = None
                 ) -> dict[str, str]:
     """The environment of an Airflow on its embedded default (or ``db_url``) running the
-    lakecore DAGs of this checkout on local Spark."""
+    lakecore DAGs of this checkout on local Spark. Every path is derived here from ``home``
+    and the checkout; ``home`` gets its own random secrets on first use
+    (``lake_airflow.installation``)."""
     venv_bin = str(Path(sys.executable).parent)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "LAKECORE_"))}
     env.update({
@@ -148,7 +155,7 @@ def airflow_env(home: Path, warehouse: Path, landing: Path, *, db_url: str | Non
         "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
         "AIRFLOW__CORE__PLUGINS_FOLDER": str(REPO / "plugins"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__API_AUTH__JWT_SECRET": "lakecore-local-" + "x" * 64,
+        **secret_env(home),  # this installation's own JWT secret and admin login
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[2]"}),
         "LAKECORE_WAREHOUSE": str(warehouse),
         "LAKECORE_LANDING": str(landing),
@@ -344,9 +351,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     root = Path(args.root).resolve()
     home, warehouse, landing = root / "airflow", root / "warehouse", root / "landing"
-    for d in (home, warehouse, landing):
+    for d in (warehouse, landing, root / "logs"):
         shutil.rmtree(d, ignore_errors=True)
-    home.mkdir(parents=True)
+    if home.exists():  # a fresh installation, but the same login as the last `make demo`
+        for child in home.iterdir():
+            if child.name != "secrets":
+                shutil.rmtree(child) if child.is_dir() else child.unlink()
+    write_config(home)
     log = root / "airflow.log"
     log.write_text("")
     t0 = time.time()
@@ -363,6 +374,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     stack.start()
     print(f"Airflow api-server {stack.url}, scheduler and triggerer running (logs in "
           f"{root / 'logs'}); {', '.join(DOWNSTREAM)} run on the tables' asset events")
+    env = stack.env  # the writing runs' tasks go through the LocalExecutor, logs and all
     try:
         watcher = Downstream(home / "airflow.db")
         specs: list[dict[str, Any]] = [{"dag": "lakecore_ingest", "date": d} for d in DATES]
@@ -377,7 +389,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         fixed = DATES[1]
         write_orders(landing, fixed, version=2)
         print(f"a corrected orders extract arrived for {fixed}: backfilling that partition")
-        backfill = {"dag": "lakecore_backfill", "date": "2026-11-05",
+        backfill = {"dag": "lakecore_backfill", "run_id": f"manual__{fixed}_shop.orders",
                     "conf": {"table": "shop.orders", "start_date": fixed, "end_date": fixed}}
         for run in run_dags(env, [backfill], log):
             _show(run)
@@ -388,6 +400,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         stack.stop()
     summary(str(warehouse), {DATES[0]: 1, DATES[1]: 2, DATES[2]: 1})
     print(f"\ndemo finished in {time.time() - t0:.0f} s; warehouse {warehouse}")
+    print(f"open it in Airflow: `make airflow` (http://127.0.0.1:8080, user {ADMIN_USER}, "
+          f"password in {home / 'secrets' / 'passwords.json'}); README, \"The Airflow pipeline\"")
 
 
 def summary(warehouse: str, versions: dict[str, int]) -> None:

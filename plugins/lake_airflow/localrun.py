@@ -1,25 +1,38 @@
-"""Run lakecore DAGs through Airflow in this process, without a scheduler (``make demo``,
-the end-to-end tests): ``dag.test()`` for ordinary runs, and Airflow's own Backfill machinery
-(``_create_backfill``) plus the same in-process loop for runs of type *backfill*.
+"""Run lakecore DAGs through Airflow without the scheduler deciding when (``make demo``, the
+end-to-end tests): the run is created here, the way ``dag.test()`` creates one, and driven to
+its end by the same loop; runs of type *backfill* come from Airflow's own Backfill machinery
+(``_create_backfill``).
 
     python -m lake_airflow.localrun '{"dag": "lakecore_ingest", "date": "2026-11-01"}' ...
 
 Each argument is one run: ``dag``, optional ``date`` (logical date, YYYY-MM-DD), ``conf``
-(the run's Params), ``backfill: true`` (make the run through a Backfill of that date) and
-``mark_success`` (a regex of task ids marked successful instead of run: Airflow's
-``dag.test(mark_success_pattern=...)``, e.g. to run only a DAG's ``prepare``). The
-runs execute in order; each prints one line ``LAKE-RUN {json}`` with the run's state, its task
-instances and their return values. Exit status 1 if a run did not succeed. Airflow must be
-configured by the environment (AIRFLOW_HOME, the metadata DB, the dags/plugins folders).
+(the run's Params), ``run_id`` (default ``manual__<logical date>``, as the UI names a run it
+triggers for that date; a repeated date is a rerun of the same DAG run), ``backfill: true``
+(a Backfill of that date: run id ``backfill__<date>``) and ``mark_success`` (a regex of task
+ids marked successful instead of run, as ``dag.test(mark_success_pattern=...)``, e.g. to run
+only a DAG's ``prepare``). The runs execute in order; each prints one line ``LAKE-RUN {json}``
+with the run's state, its task instances and their return values. Exit status 1 if a run did
+not succeed. Airflow must be configured by the environment (AIRFLOW_HOME, the metadata DB, the
+dags/plugins folders).
+
+With an api-server configured (``AIRFLOW__CORE__EXECUTION_API_SERVER_URL``, as
+``lake_airflow.stack`` sets) the tasks run on the LocalExecutor exactly as the scheduler runs
+them: a supervised process per task, its start and end recorded by the Execution API, its log
+written under ``base_log_folder`` where the UI reads it. Without one they run in this process
+(``dag.test()``'s way: faster, but no task log files). Either way a run starts when it starts:
+its start date is the wall clock, not its logical date.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import re
 import sys
+import time
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 RESULT_PREFIX = "LAKE-RUN "
@@ -42,8 +55,14 @@ def load_dags() -> dict[str, Any]:
     return bag.dags
 
 
+_synced: list[bool] = []
+
+
 def sync_dags() -> None:
-    """Serialize the DAGs into the metadata DB (what the dag-processor does)."""
+    """Serialize the DAGs into the metadata DB (what the dag-processor does), once a process."""
+    if _synced:
+        return
+    _synced.append(True)
     from airflow.dag_processing.bundles.manager import DagBundlesManager
     from airflow.dag_processing.dagbag import BundleDagBag, sync_bag_to_db
 
@@ -57,13 +76,50 @@ def sync_dags() -> None:
         sync_bag_to_db(bag, bundle.name, bundle.version)
 
 
-def _drive(dag: Any, run_id: str) -> None:
-    """Run an existing DagRun to completion in this process, as ``dag.test()`` does."""
+def create_run(dag: Any, day: datetime | None, conf: dict[str, Any] | None,
+               run_id: str | None = None) -> str:
+    """A manual DagRun of ``dag`` for logical date ``day`` (replacing one of that date, as
+    ``dag.test()`` does), started now; returns its run id."""
     from airflow import settings
     from airflow.models.dagrun import DagRun
-    from airflow.sdk.definitions.dag import _run_task
+    from airflow.serialization.encoders import coerce_to_core_timetable
     from airflow.serialization.serialized_objects import DagSerialization
-    from airflow.utils.state import DagRunState, State, TaskInstanceState
+    from airflow.utils.state import DagRunState
+    from airflow.utils.types import DagRunTriggeredByType, DagRunType
+    from sqlalchemy import false, or_, select
+
+    sync_dags()
+    now = datetime.now(UTC)
+    run_id = run_id or f"manual__{(day or now).isoformat()}"
+    interval = (coerce_to_core_timetable(dag.timetable).infer_manual_data_interval(run_after=day)
+                if day else None)
+    assert settings.Session is not None, "Airflow's ORM is not configured"
+    session = settings.Session()
+    try:
+        same = DagRun.logical_date == day if day else false()
+        for old in session.scalars(select(DagRun).where(
+                DagRun.dag_id == dag.dag_id, or_(DagRun.run_id == run_id, same))).all():
+            session.delete(old)
+        session.commit()
+        scheduler_dag = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
+        scheduler_dag.create_dagrun(
+            run_id=run_id, logical_date=day, data_interval=interval, run_after=now, conf=conf,
+            run_type=DagRunType.MANUAL, state=DagRunState.RUNNING,
+            triggered_by=DagRunTriggeredByType.TEST, triggering_user_name="localrun",
+            start_date=now, session=session)
+        session.commit()
+        return run_id
+    finally:
+        session.close()
+
+
+def _drive(dag: Any, run_id: str, mark_success: str | None = None) -> None:
+    """Run an existing DagRun to completion from this process, as ``dag.test()`` does: on the
+    LocalExecutor when an api-server is configured, else in this process."""
+    from airflow import settings
+    from airflow.models.dagrun import DagRun
+    from airflow.serialization.serialized_objects import DagSerialization
+    from airflow.utils.state import DagRunState, TaskInstanceState
     from sqlalchemy import select
 
     scheduler_dag = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
@@ -75,25 +131,90 @@ def _drive(dag: Any, run_id: str) -> None:
     dr.state = DagRunState.RUNNING
     dr.start_date = datetime.now(UTC)
     session.commit()
-    while dr.state == DagRunState.RUNNING:
-        session.expire_all()
-        schedulable, _ = dr.update_state(session=session)
-        for ti in schedulable:
-            if ti.state != TaskInstanceState.UP_FOR_RESCHEDULE:
-                ti.try_number += 1
-            ti.state = TaskInstanceState.SCHEDULED
-            ti.scheduled_dttm = datetime.now(UTC)
+    marked = re.compile(mark_success) if mark_success else None
+    runner = (_ExecutorRunner() if os.environ.get("AIRFLOW__CORE__EXECUTION_API_SERVER_URL")
+              else _InProcessRunner(dag))
+    try:
+        while dr.state == DagRunState.RUNNING:
+            session.expire_all()
+            schedulable, _ = dr.update_state(session=session)
+            for ti in schedulable:
+                if ti.state != TaskInstanceState.UP_FOR_RESCHEDULE:
+                    ti.try_number += 1
+                ti.state = TaskInstanceState.SCHEDULED
+                ti.scheduled_dttm = datetime.now(UTC)
+            session.commit()
+            scheduled = [t for t in dr.get_task_instances(session=session)
+                         if t.state == TaskInstanceState.SCHEDULED]
+            for ti in scheduled:
+                if marked is not None and marked.fullmatch(ti.task_id):
+                    ti.set_state(TaskInstanceState.SUCCESS, session=session)
+                    session.commit()
+                else:
+                    runner.run(ti, session)
+            runner.poll(session)
+    finally:
+        runner.end()
+        session.close()
+
+
+class _InProcessRunner:
+    """Each task in this process, one after the other (``dag.test()``)."""
+
+    def __init__(self, dag: Any) -> None:
+        self.dag = dag
+
+    def run(self, ti: Any, session: Any) -> None:
+        from airflow.sdk.definitions.dag import _run_task
+        from airflow.utils.state import State, TaskInstanceState
+
+        try:
+            _run_task(ti=ti, task=self.dag.task_dict[ti.task_id], run_triggerer=True)
+        except Exception:
+            log.exception("task %s failed", ti.task_id)
+            if ti.state not in State.finished:
+                ti.set_state(TaskInstanceState.FAILED)
+
+    def poll(self, session: Any) -> None:
+        pass
+
+    def end(self) -> None:
+        pass
+
+
+class _ExecutorRunner:
+    """Tasks as the scheduler runs them: workloads queued on the configured executor
+    (LocalExecutor), its events processed by the scheduler's own code."""
+
+    def __init__(self) -> None:
+        from airflow.executors.base_executor import ExecutorLoader
+
+        self.executor = ExecutorLoader.get_default_executor()
+        self.executor.start()
+
+    def run(self, ti: Any, session: Any) -> None:
+        from airflow.executors import workloads
+        from airflow.utils.state import TaskInstanceState
+
+        if self.executor.has_task(ti):
+            return
+        workload = workloads.ExecuteTask.make(ti, generator=self.executor.jwt_generator)
+        self.executor.queue_workload(workload, session=session)
+        ti.state = TaskInstanceState.QUEUED
         session.commit()
-        scheduled = [t for t in dr.get_task_instances(session=session)
-                     if t.state == TaskInstanceState.SCHEDULED]
-        for ti in scheduled:
-            try:
-                _run_task(ti=ti, task=dag.task_dict[ti.task_id], run_triggerer=True)
-            except Exception:
-                log.exception("task %s failed", ti.task_id)
-                if ti.state not in State.finished:
-                    ti.set_state(TaskInstanceState.FAILED)
-    session.close()
+
+    def poll(self, session: Any) -> None:
+        from airflow.jobs.scheduler_job_runner import SchedulerJobRunner
+        from airflow.models.dagbag import DBDagBag
+
+        self.executor.heartbeat()
+        session.expire_all()
+        SchedulerJobRunner.process_executor_events(
+            executor=self.executor, job_id=None, scheduler_dag_bag=DBDagBag(), session=session)
+        time.sleep(1)
+
+    def end(self) -> None:
+        self.executor.end()
 
 
 def run_backfill(dag: Any, day: datetime, conf: dict[str, Any] | None) -> str:
@@ -183,12 +304,9 @@ def run(spec: dict[str, Any], dags: dict[str, Any]) -> dict[str, Any]:
             raise ValueError("a backfill run needs a date")
         run_id = run_backfill(dag, day, conf)
         return describe_run(dag.dag_id, run_id)
-    # run_after pinned (a day after the logical date, as the scheduler would): the same
-    # date gives the same run id, so a repeated run is a rerun of the same DAG run.
-    run_after = (day + timedelta(days=1)) if day else datetime.now(UTC)
-    dr = dag.test(logical_date=day, run_after=run_after, run_conf=conf,
-                  mark_success_pattern=spec.get("mark_success"))
-    return describe_run(dag.dag_id, dr.run_id)
+    run_id = create_run(dag, day, conf, spec.get("run_id"))
+    _drive(dag, run_id, spec.get("mark_success"))
+    return describe_run(dag.dag_id, run_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

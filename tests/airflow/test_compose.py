@@ -68,7 +68,7 @@ def test_services_and_commands(compose: dict[str, Any]) -> None:
     assert "airflow db migrate" in init
     assert services["spark-master"]["command"][1] == "org.apache.spark.deploy.master.Master"
     assert services["spark-worker"]["command"][1] == "org.apache.spark.deploy.worker.Worker"
-    assert "8080:8080" in services["airflow-apiserver"]["ports"]
+    assert services["airflow-apiserver"]["ports"] == ["127.0.0.1:8080:8080"]
 
 
 def test_dependencies(compose: dict[str, Any]) -> None:
@@ -102,7 +102,6 @@ def test_metadata_db_and_lock_connection_are_the_same_postgres(compose: dict[str
         assert (got.hostname, got.port, got.path) == (meta.hostname, meta.port or 5432,
                                                       meta.path), name
         assert got.scheme == "postgresql+psycopg"  # a driver lakecore ships
-        assert len(resolve(env["AIRFLOW__API_AUTH__JWT_SECRET"])) >= 64
 
 
 def test_spark_connection_points_at_the_master(compose: dict[str, Any]) -> None:
@@ -158,3 +157,37 @@ def test_image_is_built_from_requirements_with_java(compose: dict[str, Any]) -> 
     assert py_files and f"lakecore.spark.package {py_files.group(1)}" in docker
     requirements = (REPO / "requirements.txt").read_text()
     assert "apache-airflow[postgres]" in requirements and "psycopg2" not in docker
+
+
+def test_no_secret_from_the_repository(compose: dict[str, Any], tmp_path: Path) -> None:
+    """The JWT secret and the admin password are made per installation by airflow-init (in
+    the auth volume every Airflow service mounts); the compose file holds neither, and
+    published ports listen on 127.0.0.1 only."""
+    s = compose["services"]
+    init = s["airflow-init"]["command"][-1]
+    made = re.search(r"python -m lake_airflow\.installation --compose-secrets (\S+)", init)
+    assert made and init.index(made.group(0)) < init.index("airflow db migrate")
+    for name in ("airflow-init", *AIRFLOW_SERVICES):
+        env = env_of(s[name])
+        assert "AIRFLOW__API_AUTH__JWT_SECRET" not in env, name
+        assert env["AIRFLOW__API_AUTH__JWT_SECRET_CMD"] == f"cat {made.group(1)}/jwt_secret"
+        assert mounts(s[name])[made.group(1)] == "airflow-auth", name
+        assert env["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"] == \
+            f"{made.group(1)}/passwords.json"
+    assert env_of(s["airflow-init"])["AIRFLOW_ADMIN_PASSWORD"] == "${AIRFLOW_ADMIN_PASSWORD:-}"
+    for svc in s.values():
+        for port in svc.get("ports") or []:
+            assert port.startswith("127.0.0.1:"), port
+    # what airflow-init runs: random secrets per installation, kept on a later start
+    from lake_airflow.installation import main as make_secrets
+
+    for k in (1, 2):
+        assert make_secrets(["--compose-secrets", str(tmp_path / f"auth{k}")]) == 0
+    one, two = (tmp_path / "auth1" / "jwt_secret").read_text(), \
+        (tmp_path / "auth2" / "jwt_secret").read_text()
+    assert len(one) >= 64 and one != two and one not in (REPO / "docker-compose.yaml").read_text()
+    assert (tmp_path / "auth1" / "jwt_secret").stat().st_mode & 0o777 == 0o600
+    make_secrets(["--compose-secrets", str(tmp_path / "auth1")])
+    assert (tmp_path / "auth1" / "jwt_secret").read_text() == one
+    admin = json.loads((tmp_path / "auth1" / "passwords.json").read_text())["admin"]
+    assert len(admin) >= 16 and admin != "admin"
