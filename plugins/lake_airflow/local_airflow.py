@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"make airflow: {e}", file=sys.stderr)
         return 1
     finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut the stop
+        for sig in (signal.SIGINT, signal.SIGTERM):  # a second signal must not cut the stop
+            signal.signal(sig, signal.SIG_IGN)
         stack.stop()
         print("Airflow stopped.", flush=True)
 
