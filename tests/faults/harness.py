@@ -120,14 +120,16 @@ def _index_files(table: FileStoreTable, snap: Snapshot) -> set[str]:
 
 
 def _closure(table: FileStoreTable, snap: Snapshot,
-             cache: dict[str, list[ManifestEntry]] | None = None) -> set[str]:
+             cache: dict[str, list[ManifestEntry]] | None = None,
+             changelog: bool = True) -> set[str]:
     """The manifest lists, manifests, data files, index manifest and index files ``snap``
-    reaches."""
+    reaches (without its changelog when not ``changelog``: a tag keeps none, as Paimon's
+    expiry deletes a tagged snapshot's changelog)."""
     mio, paths = table.manifest_io(), table.paths
     cache = {} if cache is None else cache
     out: set[str] = set()
     for name in (snap.base_manifest_list, snap.delta_manifest_list,
-                 snap.changelog_manifest_list, snap.index_manifest):
+                 snap.changelog_manifest_list if changelog else None, snap.index_manifest):
         if not name:
             continue
         out.add(paths.manifest_path(name))
@@ -168,7 +170,7 @@ def referenced_files(table: FileStoreTable, since: int | None = None) -> set[str
         out |= _closure(table, snap, cache)
     for name, snap in tags(table).items():
         out.add(table.paths.tag_path(name))
-        out |= _closure(table, snap, cache)
+        out |= _closure(table, snap, cache, changelog=False)
     return out
 
 
