@@ -224,6 +224,9 @@ def test_make_airflow_in_the_browser(local: Local, page: Any) -> None:
     picker.nth(1).press("Enter")
     dialog.get_by_text("Trigger Dag - lakecore_ingest").click()  # closes the popover
     assert dialog.get_by_test_id("datetime-input").inner_text() == "Nov 01, 2026 00:00"
+    tables = dialog.get_by_role("combobox", name="Select one or multiple values")
+    tables.fill("shop.orders")  # one Spark job, not one per table
+    tables.press("Enter")
     shot(page, local, "03-ingest-form")
     dialog.get_by_role("button", name="Trigger").click()
     page.get_by_role("dialog").wait_for(state="hidden")
@@ -231,7 +234,11 @@ def test_make_airflow_in_the_browser(local: Local, page: Any) -> None:
     assert made is not None and made["run_type"] == "manual", local.runs("lakecore_ingest")
     run_id = made["dag_run_id"]
     run = local.wait_run("lakecore_ingest", run_id)
-    assert run["state"] == "success", local.tasks("lakecore_ingest", run_id)
+    tasks = local.tasks("lakecore_ingest", run_id)
+    assert run["state"] == "success", tasks
+    assert (tasks["ingest_shop__orders"], tasks["ingest_shop__customers"]) == (
+        "success", "skipped")
+    assert run["conf"]["tables"] == ["shop.orders"]
     assert run["end_date"] > run["start_date"] > f"{DAY}T23"  # started when it ran
     text = task_log_text(page, local, "lakecore_ingest", run_id, "ingest_shop__orders",
                          "rows -> snapshot", "04-ingest-log")
