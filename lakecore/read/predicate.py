@@ -124,6 +124,8 @@ class Predicate:
             return nc is None or nc > 0
         if m == "is_not_null":
             return nc is None or nc < row_count
+        if m == "is_in" and None in self.literals and (nc is None or nc > 0):
+            return True  # a null value is in a set holding null (the row semantics')
         if lo is None or hi is None:
             # all null (when null count says so) or no stats
             return not (nc is not None and nc == row_count)

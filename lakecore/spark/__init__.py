@@ -3,7 +3,8 @@
 * ``register(spark)``: the ``lakecore`` data source (``spark.read.format("lakecore")``,
   ``df.write.format("lakecore")``, streams; ``lakecore.spark.datasource``).
 * ``register_tables(spark, warehouse)``: every table as a temporary view for ``spark.sql``.
-* ``read_table(spark, warehouse, "db.t", ...)``: a table as a DataFrame (executors read).
+* ``read_table(spark, warehouse, "db.t", ...)``: a table as a DataFrame: Spark's own Parquet
+  scans of the files that need no merge, lakecore's merge on the executors for the rest.
 * ``ingest.ingest_dataframe`` / ``ingest.ingest_parquet`` / ``compact.compact_table`` /
   ``maintain.maintain_table``: the jobs' bodies, usable from a session of your own.
 * ``lakecore.spark.jobs.{ingest,compact,maintain}``: spark-submit entry points.

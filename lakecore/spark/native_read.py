@@ -1,0 +1,149 @@
+"""Executing a ``NativeReadPlan``: one Spark Parquet scan per native group, each file's columns
+mapped to the read's, deletion vectors applied by a broadcast anti-join on (file, row index),
+the splits to merge read by lakecore on the executors (``tasks.ReadTask``), all of it one
+union in exactly the Spark schema of the ``lakecore`` data source.
+
+Spark's file sources make every column nullable; a column the table declares NOT NULL (its
+primary key, say) is wrapped in ``coalesce`` with a constant so the union keeps the table's
+nullability. Paimon writers never put a null into such a column, so the constant is never
+taken (a file that broke the rule would show it instead of failing as lakecore's read does).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import pickle
+from functools import reduce
+
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F  # noqa: N812
+from pyspark.sql import types as T  # noqa: N812
+from pyspark.sql.types import BinaryType, StructField, StructType
+
+from lakecore.read.deletion_vectors import read_vectors
+from lakecore.schema.types import to_arrow
+from lakecore.spark.native_plan import NativeGroup, NativeReadPlan
+from lakecore.spark.spark_filters import to_column
+from lakecore.spark.table_ref import TableRef
+from lakecore.spark.tasks import SPLIT_COLUMN, ReadTask
+from lakecore.spark.types import result_arrow_schema, spark_schema
+from lakecore.table import FileStoreTable
+
+FILE = "__lakecore_file"
+ROW = "__lakecore_row"
+
+
+def execute(spark: SparkSession, table: FileStoreTable, ref: TableRef, plan: NativeReadPlan,
+            schema: StructType) -> DataFrame:
+    """The plan's rows as a DataFrame of ``schema`` (the read's columns, in order)."""
+    read_schema = spark_schema(table.new_read_builder()
+                               .with_projection(list(plan.read_columns)).read_type())
+    parts = [_native(spark, table, g, read_schema, plan) for g in plan.groups]
+    if plan.merge_splits:
+        parts.append(_merged(spark, ref, plan, schema))
+    if not parts:
+        return spark.createDataFrame([], schema)
+    out = reduce(DataFrame.union, parts)
+    assert out.schema == schema, (out.schema, schema)
+    return out
+
+
+def _native(spark: SparkSession, table: FileStoreTable, group: NativeGroup,
+            read_schema: StructType, plan: NativeReadPlan) -> DataFrame:
+    file_schema = table.schema_of(group.schema_id)
+    by_name = {f.name: f for f in file_schema.fields}
+    scan_schema = spark_schema(pa.schema([
+        pa.field(n, to_arrow(by_name[n].type), True) for n in group.file_columns]))
+    df = (spark.read.schema(scan_schema).option("mergeSchema", "false")
+          .parquet(*[spark_path(p) for p in group.paths]))
+    vectors = group.deletion_files
+    if vectors:
+        df = _without_deleted(spark, table, df, vectors)
+    fields = {f.name: f for f in read_schema.fields}
+    df = df.select([_column(c.name, c.file_name, c.cast, fields[c.name])
+                    for c in group.columns])
+    if plan.predicate is not None:
+        df = df.where(to_column(plan.predicate))
+    return df.select([_quoted(c) for c in plan.columns])
+
+
+def _column(name: str, file_name: str | None, cast: bool, field: StructField) -> Column:
+    if file_name is None:
+        col = F.lit(None).cast(field.dataType)
+    else:
+        col = F.col(_quoted(file_name))
+        if cast:
+            col = col.cast(field.dataType)
+    if not field.nullable:
+        col = F.coalesce(col, _constant(field.dataType))
+    return col.alias(name)
+
+
+def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
+                     vectors: dict) -> DataFrame:
+    """``df`` minus the rows the deletion vectors mark: (file name, row index) pairs, read on
+    the driver and broadcast, anti-joined with Spark's hidden ``_metadata`` columns."""
+    positions = read_vectors(table, vectors)
+    names = [n for n, p in positions.items() if len(p)]
+    if not names:
+        return df
+    deleted = pa.table({
+        FILE: pa.chunked_array([pa.array([n] * len(positions[n]), pa.string()) for n in names]),
+        ROW: pa.chunked_array([pa.array(positions[n].astype("int64")) for n in names]),
+    })
+    gone = spark.createDataFrame(deleted)
+    with_pos = df.select("*", F.col("_metadata.file_name").alias(FILE),
+                         F.col("_metadata.row_index").alias(ROW))
+    return with_pos.join(F.broadcast(gone), [FILE, ROW], "left_anti").drop(FILE, ROW)
+
+
+def _merged(spark: SparkSession, ref: TableRef, plan: NativeReadPlan,
+            schema: StructType) -> DataFrame:
+    """The splits to merge, read by lakecore on the executors (at most a few per core)."""
+    task = ReadTask(ref, plan.columns, plan.predicate, result_arrow_schema(schema))
+    blobs = [(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL),) for s in plan.merge_splits]
+    slices = max(1, min(len(blobs), 4 * spark.sparkContext.defaultParallelism))
+    rdd = spark.sparkContext.parallelize(blobs, slices)
+    seeds = spark.createDataFrame(rdd, StructType([StructField(SPLIT_COLUMN, BinaryType())]))
+    return seeds.mapInArrow(task, schema)
+
+
+def _constant(t: T.DataType) -> Column:
+    """Some constant of type ``t`` (the ``coalesce`` of a NOT NULL column)."""
+    if isinstance(t, T.BooleanType):
+        value: object = False
+    elif isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
+        value = 0
+    elif isinstance(t, (T.FloatType, T.DoubleType)):
+        value = 0.0
+    elif isinstance(t, T.DecimalType):
+        value = decimal.Decimal(0)
+    elif isinstance(t, T.StringType):
+        value = ""
+    elif isinstance(t, T.BinaryType):
+        value = bytearray()
+    elif isinstance(t, T.DateType):
+        value = dt.date(1970, 1, 1)
+    elif isinstance(t, (T.TimestampType, T.TimestampNTZType)):
+        return F.lit("1970-01-01 00:00:00").cast(t)
+    elif isinstance(t, T.ArrayType):
+        return F.array().cast(t)
+    elif isinstance(t, T.MapType):
+        return F.create_map().cast(t)
+    else:  # a struct: every field its own constant
+        assert isinstance(t, T.StructType)
+        return F.struct(*[_constant(f.dataType).alias(f.name) for f in t.fields])
+    return F.lit(value).cast(t)
+
+
+def spark_path(path: str) -> str:
+    """A data file's path for Spark: a local one as a ``file:`` URI (a bare path would be
+    resolved against the cluster's default file system); a URI as it is (Spark must reach its
+    scheme: an ``s3://`` warehouse needs Hadoop's S3 file system mapped to ``s3``)."""
+    return path if "://" in path else "file://" + path
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

@@ -1,0 +1,318 @@
+"""``read_table`` / the SQL views read files that need no merge with Spark's own Parquet reader
+(``lakecore.spark.native_plan``): which path each file takes, and rows equal to lakecore's own
+read (``new_read_builder().to_arrow``) and to independently built expectations."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import pyarrow as pa
+import pytest
+
+from lakecore import CatalogFactory
+from lakecore.schema.schema_change import SchemaChange
+from lakecore.spark import read_table, register, register_tables
+from lakecore.spark.read import plan_read
+from tests.core.helpers import make_table, read, write
+from tests.spark import helpers as h
+
+DV = {"deletion-vectors.enabled": "true"}
+
+
+def _rows(df, keys=h.KEY):
+    return sorted((r.asDict(recursive=True) for r in df.collect()),
+                  key=lambda r: tuple(r[k] for k in keys))
+
+
+def _live_files(table, snapshot_id=None):
+    """(partition, bucket) -> the live files' (name, level), from lakecore's own scan."""
+    if snapshot_id is not None:
+        table = table.copy({"scan.snapshot-id": str(snapshot_id)})
+    out = {}
+    for s in table.new_read_builder().new_scan().plan().splits():
+        out[(tuple(s.partition), s.bucket)] = {(f.file_name, f.level) for f in s.files}
+    return out
+
+
+def _native_names(plan):
+    return {f.file_name for f in plan.native_files}
+
+
+def _merge_names(plan):
+    return {f.file_name for s in plan.merge_splits for f in s.files}
+
+
+def _source_schema(spark, warehouse, name, **options):
+    register(spark)
+    return (spark.read.format("lakecore").option("warehouse", warehouse).options(**options)
+            .load(name).schema)
+
+
+def _filled_pk(warehouse, name="db.t", versions=3, rows=150, **options):
+    table = h.create(warehouse, name, **options)
+    data = h.batches(versions, rows=rows)
+    for i, b in enumerate(data, start=1):
+        h.library_commit(table, b, i, "lib")
+    return table, data
+
+
+@pytest.mark.slow  # the module's first Spark job: JVM warm-up
+def test_fully_compacted_pk_table_is_read_natively(spark, warehouse):
+    table, data = _filled_pk(warehouse)
+    table.compact(full=True)
+    planned = plan_read(warehouse, "db.t")
+    files = {n for fs in _live_files(table).values() for n, _ in fs}
+    assert planned.plan.merge_splits == () and _native_names(planned.plan) == files
+    df = read_table(spark, warehouse, "db.t")
+    assert df.schema == _source_schema(spark, warehouse, "db.t")
+    assert [f.nullable for f in df.schema.fields] == [False, False, True, True, True, True]
+    assert _rows(df) == read(table, sort_by=h.KEY) == h.model(data)
+
+
+@pytest.mark.slow  # the first Python workers of the module
+def test_half_compacted_table_merges_only_the_buckets_that_need_it(spark, warehouse):
+    table, data = _filled_pk(warehouse)
+    table.compact(full=True)
+    model = h.model(data)
+    # a later commit touching one partition: its buckets get level-0 files
+    touched = [r for r in model if r["dt"] == h.DTS[0]][:12]
+    late = h.batch([(r["dt"], r["id"], "-D" if i % 3 == 0 else "+U")
+                    for i, r in enumerate(touched)], 9)
+    h.library_commit(table, late, 9, "lib")
+    data = [*data, late]
+    live = _live_files(table)
+    merging = {pb for pb, fs in live.items() if any(level == 0 for _, level in fs)}
+    clean = set(live) - merging
+    assert merging and clean and {p for p, _ in merging} == {(h.DTS[0],)}
+    plan = plan_read(warehouse, "db.t").plan
+    # every file of a bucket without level-0 files is read natively; every level-0 file merges
+    assert {n for pb in clean for n, _ in live[pb]} <= _native_names(plan)
+    assert {n for pb in merging for n, lv in live[pb] if lv == 0} <= _merge_names(plan)
+    assert {(tuple(s.partition), s.bucket) for s in plan.merge_splits} == merging
+    assert _native_names(plan).isdisjoint(_merge_names(plan))
+    df = read_table(spark, warehouse, "db.t")
+    assert df.schema == _source_schema(spark, warehouse, "db.t")
+    assert _rows(df) == read(table, sort_by=h.KEY) == h.model(data)
+    # the same rows without the native path
+    assert _rows(read_table(spark, warehouse, "db.t", native=False)) == h.model(data)
+
+
+def _changes(base, version, n=40):
+    keys = list(zip(base["dt"].to_pylist(), base["id"].to_pylist(), strict=True))
+    picks = keys[version::max(1, len(keys) // n)][:n]
+    return h.batch([(d, i, "-D" if j % 4 == 0 else "+U") for j, (d, i) in enumerate(picks)],
+                   version)
+
+
+def test_deletion_vector_table_applies_vectors_natively(spark, warehouse):
+    table = h.create(warehouse, "db.dv", **DV)
+    base = h.batches(1, rows=600)[0]
+    data = [base, _changes(base, 1), _changes(base, 2)]
+    for i, b in enumerate(data, start=1):
+        h.library_commit(table, b, i, "lib")
+        table.compact()
+    plan = plan_read(warehouse, "db.dv").plan
+    with_vectors = [f for f in plan.native_files if f.deletion_file is not None]
+    assert plan.merge_splits == () and with_vectors
+    assert sum(f.deletion_file.cardinality for f in with_vectors) > 0
+    df = read_table(spark, warehouse, "db.dv")
+    assert df.schema == _source_schema(spark, warehouse, "db.dv")
+    assert _rows(df) == read(table, sort_by=h.KEY) == h.model(data)
+
+
+APPEND = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.int32()), ("s", pa.string()),
+                    ("day", pa.date32())])
+
+
+def _append_rows(lo, hi, version):
+    ids = list(range(lo, hi))
+    return pa.table({"id": ids, "a": [i * 7 % 1000 + version for i in ids],
+                     "s": [None if i % 11 == 0 else f"s{i}" for i in ids],
+                     "day": [dt.date(2026, 11, 1 + i % 3) for i in ids]}, schema=APPEND)
+
+
+def test_append_table_is_read_natively(spark, warehouse):
+    table = make_table(warehouse, APPEND, options={"bucket": "-1"}, name="db.log")
+    batches = [_append_rows(0, 400, 0), _append_rows(400, 700, 1), _append_rows(700, 720, 2)]
+    for b in batches:
+        write(table, b)
+    plan = plan_read(warehouse, "db.log").plan
+    assert plan.merge_splits == () and len(plan.native_files) >= 3
+    df = read_table(spark, warehouse, "db.log")
+    assert df.schema == _source_schema(spark, warehouse, "db.log")
+    want = sorted(pa.concat_tables(batches).to_pylist(), key=lambda r: r["id"])
+    assert _rows(df, ["id"]) == read(table, sort_by="id") == want
+    # lakecore's (pyarrow's) set semantics on the native files: a null is "not in" a set
+    # without a null, and "in" a set with one
+    for pred, keep in ((lambda pb: pb.is_not_in("s", ["s1", "s2"]),
+                        lambda s: s not in ("s1", "s2")),
+                       (lambda pb: pb.is_in("s", ["s3", None]), lambda s: s in ("s3", None))):
+        plan = plan_read(warehouse, "db.log", filter=pred).plan
+        assert plan.groups and not plan.merge_splits
+        got = _rows(read_table(spark, warehouse, "db.log", filter=pred), ["id"])
+        assert got == read(table, sort_by="id", predicate=pred)
+        assert got == [r for r in want if keep(r["s"])] and any(r["s"] is None for r in got)
+
+
+def test_evolved_schema_maps_each_file_by_field_id(spark, warehouse):
+    table = make_table(warehouse, APPEND, options={"bucket": "-1"}, name="db.evo")
+    write(table, _append_rows(0, 300, 0))
+    catalog = CatalogFactory.create({"warehouse": warehouse})
+    catalog.alter_table("db.evo", [SchemaChange.rename_column("s", "label"),
+                                   SchemaChange.add_column("note", "STRING"),
+                                   SchemaChange.update_column_type("a", "BIGINT")])
+    table = catalog.get_table("db.evo")
+    new = pa.table({"id": [1000, 1001], "a": [5_000_000_000, None], "label": ["x", None],
+                    "day": [dt.date(2026, 12, 1)] * 2, "note": ["n1", None]},
+                   schema=pa.schema([pa.field("id", pa.int64(), False), ("a", pa.int64()),
+                                     ("label", pa.string()), ("day", pa.date32()),
+                                     ("note", pa.string())]))
+    write(table, new)
+    plan = plan_read(warehouse, "db.evo").plan
+    assert plan.merge_splits == () and {g.schema_id for g in plan.groups} == {0, 1}
+    old = plan.groups[0]
+    assert [(c.name, c.file_name, c.cast) for c in old.columns] == [
+        ("id", "id", False), ("a", "a", True), ("label", "s", False), ("day", "day", False),
+        ("note", None, False)]
+    df = read_table(spark, warehouse, "db.evo")
+    assert df.schema == _source_schema(spark, warehouse, "db.evo")
+    want = [{"id": r["id"], "a": r["a"], "label": r["s"], "day": r["day"], "note": None}
+            for r in _append_rows(0, 300, 0).to_pylist()] + new.to_pylist()
+    assert _rows(df, ["id"]) == read(table, sort_by="id") == want
+    # a change Spark cannot cast as lakecore does: the old files go the Python way
+    catalog.alter_table("db.evo", [SchemaChange.update_column_type("a", "STRING")])
+    plan = plan_read(warehouse, "db.evo").plan
+    assert not plan.groups and len(plan.merge_splits) >= 1
+    table = catalog.get_table("db.evo")
+    got = _rows(read_table(spark, warehouse, "db.evo"), ["id"])
+    assert got == read(table, sort_by="id")
+    assert [r["a"] for r in got] == [None if r["a"] is None else str(r["a"]) for r in want]
+
+
+def test_time_travel_and_tags_read_files_no_longer_latest(spark, warehouse):
+    table, data = _filled_pk(warehouse, versions=2)
+    table.compact(full=True)
+    old = table.snapshot_manager.latest_id()
+    table.create_tag("before", old)
+    more = h.batches(4, rows=150)[2:]
+    for i, b in enumerate(more, start=3):
+        h.library_commit(table, b, i, "lib")
+    table.compact(full=True)
+    then, now = _live_files(table, old), _live_files(table)
+    then_names = {n for fs in then.values() for n, _ in fs}
+    assert then_names - {n for fs in now.values() for n, _ in fs}  # rewritten since
+    for kwargs in ({"snapshot_id": old}, {"options": {"scan.tag-name": "before"}}):
+        planned = plan_read(warehouse, "db.t", **kwargs)
+        assert planned.plan.merge_splits == () and _native_names(planned.plan) == then_names
+        got = _rows(read_table(spark, warehouse, "db.t", **kwargs))
+        assert got == read(table.copy({"scan.snapshot-id": str(old)}), sort_by=h.KEY)
+        assert got == h.model(data)
+    with pytest.raises(Exception, match="incremental"):
+        plan_read(warehouse, "db.t", options={"incremental-between": "1,2"})
+
+
+def test_partition_filter_and_projection(spark, warehouse):
+    table, data = _filled_pk(warehouse)
+    table.compact(full=True)
+    h.library_commit(table, h.batch([(h.DTS[1], 5, "+U"), (h.DTS[1], 6, "-D")], 7), 7, "lib")
+    day = h.DTS[1]
+
+    def pred(pb):
+        return pb.and_predicates([pb.equal("dt", day), pb.greater_than("id", 20),
+                                  pb.is_not_in("v", ["v30-0", "v31-1"])])
+
+    plan = plan_read(warehouse, "db.t", filter=pred, projection=["id", "v"]).plan
+    assert plan.groups and {s.partition for s in plan.merge_splits} <= {(day,)}
+    assert all(f.partition == (day,) for f in plan.native_files)
+    df = read_table(spark, warehouse, "db.t", filter=pred, projection=["id", "v"])
+    assert df.columns == ["id", "v"]
+    want = read(table, sort_by="id", predicate=pred, projection=["id", "v"])
+    assert _rows(df, ["id"]) == want and want
+    assert all(r["id"] > 20 and r["v"] not in ("v30-0", "v31-1") for r in want)
+    # a filter Spark would apply with other semantics (floating point): the Python way
+    floats = plan_read(warehouse, "db.t", filter=lambda pb: pb.greater_than("amount", 50.0))
+    assert not floats.plan.groups and floats.plan.merge_splits
+    got = _rows(read_table(spark, warehouse, "db.t",
+                           filter=lambda pb: pb.greater_than("amount", 50.0)))
+    assert got == read(table, sort_by=h.KEY, predicate=lambda pb: pb.greater_than("amount", 50.0))
+
+
+def test_sql_views_read_natively(spark, warehouse):
+    table, data = _filled_pk(warehouse)
+    table.compact(full=True)
+    assert register_tables(spark, warehouse) == ["db.t"]
+    got = spark.sql(f"SELECT * FROM `db.t` WHERE dt = '{h.DTS[2]}'")
+    assert _rows(got) == [r for r in h.model(data) if r["dt"] == h.DTS[2]]
+    plan = spark.sql("SELECT * FROM `db.t`")._jdf.queryExecution().executedPlan().toString()
+    assert "FileScan parquet" in plan
+
+
+TYPES = pa.schema([
+    pa.field("k", pa.int32(), False), ("b", pa.bool_()), ("i8", pa.int8()),
+    ("f", pa.float32()), ("d", pa.decimal128(12, 3)), ("s", pa.string()),
+    ("bin", pa.binary()), ("day", pa.date32()), ("ts", pa.timestamp("us")),
+    ("ms", pa.timestamp("ms")), ("ltz", pa.timestamp("us", tz="UTC")),
+    ("xs", pa.list_(pa.int64())), ("kv", pa.map_(pa.string(), pa.int32())),
+    ("st", pa.struct([("x", pa.int32()), ("y", pa.string())])),
+])
+
+
+def _typed_rows(n):
+    out = []
+    for k in range(n):
+        if k % 4 == 3:
+            out.append({"k": k, **{c: None for c in TYPES.names if c != "k"}})
+            continue
+        out.append({"k": k, "b": k % 2 == 0, "i8": k % 100 - 50, "f": k / 4,
+                    "d": decimal.Decimal(f"{k}.{k % 1000:03d}"), "s": f"é{k}",
+                    "bin": bytes([k % 256, 1]), "day": dt.date(2026, 1, 1 + k % 28),
+                    "ts": dt.datetime(2026, 11, 1, 10, 0, 0, k),
+                    "ms": dt.datetime(2026, 11, 1, 10, 0, 0, 1000 * (k % 1000)),
+                    "ltz": dt.datetime(2026, 11, 1, 10, 0, k % 60, tzinfo=dt.UTC),
+                    "xs": [k, None, -k], "kv": {"a": k, "b": None}, "st": {"x": k, "y": None}})
+    return out
+
+
+def _comparable(values):
+    """A column's values; a map's entries in key order."""
+    return [sorted(v) if isinstance(v, list) and v and isinstance(v[0], tuple) else v
+            for v in values]
+
+
+def test_types_read_natively_as_lakecore_reads_them(spark, warehouse):
+    table = make_table(warehouse, TYPES, primary_keys=["k"], options={"bucket": "2"},
+                       name="db.types")
+    rows = _typed_rows(40)
+    write(table, pa.Table.from_pylist(rows, schema=TYPES))
+    table.compact(full=True)
+    planned = plan_read(warehouse, "db.types")
+    assert planned.plan.merge_splits == () and planned.plan.groups
+    df = read_table(spark, warehouse, "db.types")
+    assert df.schema == _source_schema(spark, warehouse, "db.types")
+    got = df.toArrow().sort_by("k")
+    want = pa.Table.from_pylist(read(table, sort_by="k"), schema=TYPES)
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        g, w = got.column(name), want.column(name)
+        if pa.types.is_timestamp(w.type):
+            g = g.cast(pa.timestamp("us", tz=w.type.tz))
+            w = w.cast(pa.timestamp("us", tz=w.type.tz))
+        assert _comparable(g.to_pylist()) == _comparable(w.to_pylist()), name
+    assert [r["k"] for r in got.to_pylist()] == list(range(40))
+
+
+def test_a_type_spark_cannot_read_exactly_goes_the_python_way(spark, warehouse):
+    schema = pa.schema([pa.field("k", pa.int64(), False), ("ns", pa.timestamp("ns"))])
+    table = make_table(warehouse, schema, primary_keys=["k"], options={"bucket": "1"},
+                       name="db.nanos")
+    write(table, pa.table({"k": [1, 2], "ns": pa.array([1_790_000_000_123_456_789, None],
+                                                       pa.timestamp("ns"))}, schema=schema))
+    table.compact(full=True)
+    plan = plan_read(warehouse, "db.nanos").plan
+    assert not plan.groups and len(plan.merge_splits) == 1
+    got = _rows(read_table(spark, warehouse, "db.nanos"), ["k"])
+    assert [r["k"] for r in got] == [1, 2] and got[1]["ns"] is None
+    # Spark has microseconds: the nanoseconds are truncated, as the data source does
+    assert got[0]["ns"] == dt.datetime(1970, 1, 1) + dt.timedelta(
+        microseconds=1_790_000_000_123_456)
