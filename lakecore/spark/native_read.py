@@ -33,6 +33,9 @@ from lakecore.table import FileStoreTable
 
 FILE = "__lakecore_file"
 ROW = "__lakecore_row"
+# deleted positions up to this many are broadcast to every task (about 40 bytes each in the
+# JVM's hashed relation); more are left to Spark's own choice of join
+BROADCAST_MAX_ROWS = 4_000_000
 
 
 def execute(spark: SparkSession, table: FileStoreTable, ref: TableRef, plan: NativeReadPlan,
@@ -84,7 +87,8 @@ def _column(name: str, file_name: str | None, cast: bool, field: StructField) ->
 def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
                      vectors: dict) -> DataFrame:
     """``df`` minus the rows the deletion vectors mark: (file name, row index) pairs, read on
-    the driver and broadcast, anti-joined with Spark's hidden ``_metadata`` columns."""
+    the driver and (up to ``BROADCAST_MAX_ROWS``) broadcast, anti-joined with Spark's hidden
+    ``_metadata`` columns."""
     positions = read_vectors(table, vectors)
     names = [n for n, p in positions.items() if len(p)]
     if not names:
@@ -94,9 +98,11 @@ def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
         ROW: pa.chunked_array([pa.array(positions[n].astype("int64")) for n in names]),
     })
     gone = spark.createDataFrame(deleted)
+    if deleted.num_rows <= BROADCAST_MAX_ROWS:  # else Spark picks the join (a shuffle, say)
+        gone = F.broadcast(gone)
     with_pos = df.select("*", F.col("_metadata.file_name").alias(FILE),
                          F.col("_metadata.row_index").alias(ROW))
-    return with_pos.join(F.broadcast(gone), [FILE, ROW], "left_anti").drop(FILE, ROW)
+    return with_pos.join(gone, [FILE, ROW], "left_anti").drop(FILE, ROW)
 
 
 def _merged(spark: SparkSession, ref: TableRef, plan: NativeReadPlan,

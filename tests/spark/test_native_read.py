@@ -246,6 +246,20 @@ def test_sql_views_read_natively(spark, warehouse):
     assert _rows(got) == [r for r in h.model(data) if r["dt"] == h.DTS[2]]
     plan = spark.sql("SELECT * FROM `db.t`")._jdf.queryExecution().executedPlan().toString()
     assert "FileScan parquet" in plan
+    # a native view holds the snapshot of its registration (as a view of spark.read.parquet
+    # holds its files); registering again shows later commits; data source views replan
+    late = h.batch([(h.DTS[2], 10_000, "+I")], 5)
+    h.library_commit(table, late, 5, "lib")
+    count = f"SELECT count(*) FROM `db.t` WHERE dt = '{h.DTS[2]}'"
+    before = sum(1 for r in h.model(data) if r["dt"] == h.DTS[2])
+    assert spark.sql(count).collect()[0][0] == before
+    register_tables(spark, warehouse)
+    assert spark.sql(count).collect()[0][0] == before + 1
+    h.library_commit(table, h.batch([(h.DTS[2], 10_001, "+I")], 6), 6, "lib")
+    register_tables(spark, warehouse, native=False)
+    assert spark.sql(count).collect()[0][0] == before + 2
+    h.library_commit(table, h.batch([(h.DTS[2], 10_002, "+I")], 7), 7, "lib")
+    assert spark.sql(count).collect()[0][0] == before + 3
 
 
 TYPES = pa.schema([
