@@ -12,7 +12,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from lakecore.spark.datasource.batch_read import SplitSizing
 
 __all__ = ["read_table", "register", "register_tables"]
 
@@ -30,17 +33,23 @@ def register(spark: Any, filter_pushdown: bool = True) -> None:
     fails planning a reader that pushes filters while it is off); with False the conf is left
     alone and Spark applies every filter itself. Register again after changing either.
     """
-    from lakecore.spark.datasource.batch_read import SplitSizing
     from lakecore.spark.datasource.source import registered_class
 
     if filter_pushdown:
         spark.conf.set(PUSHDOWN_CONF, "true")
     conf = {k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.lakecore.")}
-    sizing = SplitSizing(
+    spark.dataSource.register(registered_class(conf, filter_pushdown, split_sizing(spark)))
+
+
+def split_sizing(spark: Any) -> SplitSizing:
+    """Spark's file-scan sizing of ``spark``'s session (``spark.sql.files.maxPartitionBytes``,
+    ``openCostInBytes``, default parallelism), by which lakecore packs splits into tasks."""
+    from lakecore.spark.datasource.batch_read import SplitSizing
+
+    return SplitSizing(
         _bytes(spark.conf.get("spark.sql.files.maxPartitionBytes", "128m")),
         _bytes(spark.conf.get("spark.sql.files.openCostInBytes", "4m")),
         spark.sparkContext.defaultParallelism)
-    spark.dataSource.register(registered_class(conf, filter_pushdown, sizing))
 
 
 def _bytes(text: str) -> int:

@@ -107,13 +107,21 @@ def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
 
 def _merged(spark: SparkSession, ref: TableRef, plan: NativeReadPlan,
             schema: StructType) -> DataFrame:
-    """The splits to merge, read by lakecore on the executors (at most a few per core)."""
+    """The splits to merge, read by lakecore on the executors: packed into tasks by Spark's
+    own file-scan sizing (``SplitSizing``, as the data source packs them)."""
+    from lakecore.spark import split_sizing
+
     task = ReadTask(ref, plan.columns, plan.predicate, result_arrow_schema(schema))
-    blobs = [(pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL),) for s in plan.merge_splits]
-    slices = max(1, min(len(blobs), 4 * spark.sparkContext.defaultParallelism))
-    rdd = spark.sparkContext.parallelize(blobs, slices)
+    groups = [[pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL) for s in group]
+              for group in split_sizing(spark).pack(plan.merge_splits)]
+    # one element per slice: each task reads exactly one packed group
+    rdd = spark.sparkContext.parallelize(groups, len(groups)).flatMap(_one_per_row)
     seeds = spark.createDataFrame(rdd, StructType([StructField(SPLIT_COLUMN, BinaryType())]))
     return seeds.mapInArrow(task, schema)
+
+
+def _one_per_row(group: list[bytes]) -> list[tuple[bytes]]:
+    return [(blob,) for blob in group]
 
 
 def _constant(t: T.DataType) -> Column:
