@@ -14,7 +14,7 @@ unreferenced; ``remove_orphan_files`` collects them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from lakecore.errors import MaintenanceError
@@ -84,6 +84,19 @@ class RollbackReport:
                 "plan": self.plan.to_dict(paths)}
 
 
+def _without_expired_changelog(table: FileStore, tagged: Snapshot) -> Snapshot:
+    """The tagged snapshot to write back, minus a changelog its expiry deleted. A tag keeps no
+    changelog (Paimon's ExpireSnapshotsImpl deletes an expired snapshot's changelog files and
+    list even when a tag pins the snapshot), so a restored snapshot naming that list would
+    point at a missing file; Paimon's RollbackHelper writes it as it is, lakecore writes it
+    with no changelog, which every reader (Java's included) takes as "no changelog"."""
+    name = tagged.changelog_manifest_list
+    if not name or table.file_io.exists(table.paths.manifest_path(name)):
+        return tagged
+    return replace(tagged, changelog_manifest_list=None, changelog_manifest_list_size=None,
+                   changelog_record_count=0)
+
+
 def plan_rollback(
     table: FileStore, *, snapshot_id: int | None = None, tag: str | None = None
 ) -> RollbackPlan:
@@ -93,6 +106,8 @@ def plan_rollback(
     if tag is not None:
         target = tag_snapshot(table, tag)
         restore = snapshot_or_none(table, target.id) is None
+        if restore:
+            target = _without_expired_changelog(table, target)
     else:
         assert snapshot_id is not None
         target, restore = sm.snapshot(snapshot_id), False
