@@ -14,6 +14,8 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import pickle
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import reduce
 
 import pyarrow as pa
@@ -36,6 +38,7 @@ ROW = "__lakecore_row"
 # deleted positions up to this many are broadcast to every task (about 40 bytes each in the
 # JVM's hashed relation); more are left to Spark's own choice of join
 BROADCAST_MAX_ROWS = 4_000_000
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 
 
 def execute(spark: SparkSession, table: FileStoreTable, ref: TableRef, plan: NativeReadPlan,
@@ -59,8 +62,9 @@ def _native(spark: SparkSession, table: FileStoreTable, group: NativeGroup,
     by_name = {f.name: f for f in file_schema.fields}
     scan_schema = spark_schema(pa.schema([
         pa.field(n, to_arrow(by_name[n].type), True) for n in group.file_columns]))
-    df = (spark.read.schema(scan_schema).option("mergeSchema", "false")
-          .parquet(*[spark_path(p) for p in group.paths]))
+    paths = [spark_path(p) for p in group.paths]
+    with _listing_on_driver(spark, paths):
+        df = spark.read.schema(scan_schema).option("mergeSchema", "false").parquet(*paths)
     vectors = group.deletion_files
     if vectors:
         df = _without_deleted(spark, table, df, vectors)
@@ -150,6 +154,24 @@ def _constant(t: T.DataType) -> Column:
         assert isinstance(t, T.StructType)
         return F.struct(*[_constant(f.dataType).alias(f.name) for f in t.fields])
     return F.lit(value).cast(t)
+
+
+@contextmanager
+def _listing_on_driver(spark: SparkSession, paths: list[str]) -> Iterator[None]:
+    """Spark looks up the status of every path it is given, with a Spark job once there are
+    more than ``spark.sql.sources.parallelPartitionDiscovery.threshold`` (32) of them: 1-2 s
+    on a loaded 2-core machine, where the driver needs microseconds per local file. For local
+    files the threshold is raised while the scan is made; an object store's files (a request
+    each) keep Spark's parallel lookup."""
+    if len(paths) <= 32 or not all(p.startswith("file:") for p in paths):
+        yield
+        return
+    before = str(spark.conf.get(LISTING_THRESHOLD) or "32")
+    spark.conf.set(LISTING_THRESHOLD, str(max(int(before), len(paths) + 1)))
+    try:
+        yield
+    finally:
+        spark.conf.set(LISTING_THRESHOLD, before)
 
 
 def spark_path(path: str) -> str:

@@ -155,6 +155,25 @@ def test_append_table_is_read_natively(spark, warehouse):
         assert got == [r for r in want if keep(r["s"])] and any(r["s"] is None for r in got)
 
 
+def test_many_files_are_read_without_a_listing_job(spark, warehouse):
+    """More than 32 local files: Spark would start a job to look them up; the scan is made
+    with the lookup on the driver, and the session's setting is as it was afterwards."""
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    table = make_table(warehouse, APPEND, options={"bucket": "-1"}, name="db.many")
+    batches = [_append_rows(3 * i, 3 * i + 3, i) for i in range(36)]
+    for b in batches:
+        write(table, b)
+    plan = plan_read(warehouse, "db.many").plan
+    assert len(plan.native_files) == 36 and not plan.merge_splits
+    before = spark.conf.get(key)
+    jobs = spark.sparkContext.statusTracker().getJobIdsForGroup()
+    df = read_table(spark, warehouse, "db.many")
+    assert spark.sparkContext.statusTracker().getJobIdsForGroup() == jobs  # no job yet
+    assert spark.conf.get(key) == before
+    want = sorted(pa.concat_tables(batches).to_pylist(), key=lambda r: r["id"])
+    assert _rows(df, ["id"]) == read(table, sort_by="id") == want
+
+
 def test_evolved_schema_maps_each_file_by_field_id(spark, warehouse):
     table = make_table(warehouse, APPEND, options={"bucket": "-1"}, name="db.evo")
     write(table, _append_rows(0, 300, 0))
