@@ -568,13 +568,10 @@ def test_files_lakecore_wrote_before_still_read(tmp_path: Path,
     assert _normal(read(table)) == _legacy_expected(compacted=True)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lakecore's row filter (read/predicate.py Predicate.to_expression) compares the column "
-    "with the bare literal; pyarrow turns a pandas.Timestamp literal into a microsecond "
-    "scalar (pa.scalar(pd.Timestamp('...000000002')) == '... 23:59:59'), so an equality on a "
-    "TIMESTAMP(9) value with sub-microsecond digits matches no row, whatever the file "
-    "encoding (the file statistics still select the right file)"))
 def test_row_filter_keeps_a_literals_nanoseconds(tmp_path: Path) -> None:
+    """A pandas.Timestamp literal keeps its nanoseconds in the row filter: pyarrow would make a
+    microsecond scalar of it, and an equality on a TIMESTAMP(9) value with sub-microsecond
+    digits would match no row (read/predicate.py builds a nanosecond scalar)."""
     table = make(tmp_path, [("ts9", parse_type("TIMESTAMP(9)"))], pk=())
     value = NS("2024-01-02 03:04:05.123456789")
     write(table, [{"id": 1, "ts9": value}, {"id": 2, "ts9": value.floor("us")}])
