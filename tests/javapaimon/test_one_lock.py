@@ -45,8 +45,8 @@ from lakecore import CatalogFactory, Schema
 from lakecore.lock import SqlCatalogLock
 from tests.databases import POSTGRESQL, database_url
 from tests.faults.harness import check_history, missing_files, read_rows, snapshots
-from tests.javapaimon.client import SKIP_REASON, JavaPaimon, JavaPaimonError, at, java_available
-from tests.javapaimon.conftest import REQUIRE_ENV
+from tests.javapaimon.client import JavaPaimon, JavaPaimonError, at
+from tests.javapaimon.conftest import java_or_skip
 from tests.lock import workers
 from tests.lock.backends import unique_key
 
@@ -79,11 +79,7 @@ def _server_timezone() -> str | None:
 @pytest.fixture(scope="module")
 def java_paimon() -> Iterator[JavaPaimon]:
     """This module's JVM: in the PostgreSQL server's time zone (see the module docstring)."""
-    if not java_available():
-        if os.environ.get(REQUIRE_ENV, "") not in ("", "0", "false"):
-            pytest.fail(f"{SKIP_REASON} [{REQUIRE_ENV} is set: Java tests may not skip]",
-                        pytrace=False)
-        pytest.skip(SKIP_REASON)
+    java_or_skip()
     tz = _server_timezone()
     with JavaPaimon(jvm_args=(f"-Duser.timezone={tz}",) if tz else ()) as jp:
         yield jp

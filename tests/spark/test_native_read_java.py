@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,15 +16,13 @@ from lakecore import CatalogFactory
 from lakecore.spark import read_table
 from lakecore.spark.read import plan_read
 from tests.javapaimon.client import (
-    SKIP_REASON,
     JavaPaimon,
     at,
     from_rows,
-    java_available,
     paimon_fields,
     to_rows,
 )
-from tests.javapaimon.conftest import REQUIRE_ENV
+from tests.javapaimon.conftest import java_or_skip
 
 SCHEMA = pa.schema([
     pa.field("id", pa.int64(), False), pa.field("p", pa.string(), False), ("v", pa.string()),
@@ -37,11 +34,7 @@ SCHEMA = pa.schema([
 
 @pytest.fixture(scope="module")
 def java_paimon() -> Iterator[JavaPaimon]:
-    if not java_available():
-        if os.environ.get(REQUIRE_ENV, "") not in ("", "0", "false"):
-            pytest.fail(f"{SKIP_REASON} [{REQUIRE_ENV} is set: Java tests may not skip]",
-                        pytrace=False)
-        pytest.skip(SKIP_REASON)
+    java_or_skip()
     with JavaPaimon() as jp:
         yield jp
 
