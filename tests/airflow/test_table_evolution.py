@@ -148,6 +148,9 @@ def test_prepare_step_alters_or_fails_in_airflow(tmp_path: Path) -> None:
 
     def prepare(data: dict[str, Any], date: str) -> dict[str, Any]:
         tables.write_text(yaml.safe_dump(data))
+        # the ingest's first task refuses a date without landing data (checks.py); the ingest
+        # itself is marked successful, so an empty partition folder is enough
+        (tmp_path / "landing" / "orders" / f"dt={date}").mkdir(parents=True, exist_ok=True)
         spec = {"dag": "lakecore_ingest", "date": date, "conf": {"tables": [ORDERS]},
                 "mark_success": "ingest_.*"}
         done = subprocess.run([sys.executable, "-m", "lake_airflow.localrun",
