@@ -32,6 +32,7 @@ from tests.javapaimon.client import (
     JavaPaimonError,
     at,
     from_rows,
+    lc_write,
     paimon_fields,
     to_rows,
 )
@@ -469,16 +470,6 @@ def lc_table(wh: Path, name: str, schema: pa.Schema, **kw: Any) -> Any:
     if kw:
         catalog.create_table(name, Schema.from_pyarrow_schema(schema, **kw))
     return catalog.get_table(name)
-
-
-def lc_write(table: Any, data: pa.Table) -> None:
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    try:
-        w.write_arrow(data)
-        wb.new_commit().commit(w.prepare_commit())
-    finally:
-        w.close()
 
 
 def lc_read(table: Any) -> pa.Table:

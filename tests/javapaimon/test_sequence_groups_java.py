@@ -36,7 +36,14 @@ import pyarrow as pa
 import pytest
 
 from lakecore import CatalogFactory, Schema
-from tests.javapaimon.client import JavaPaimon, at, from_rows, paimon_fields, to_rows
+from tests.javapaimon.client import (
+    JavaPaimon,
+    at,
+    from_rows,
+    lc_write,
+    paimon_fields,
+    to_rows,
+)
 
 SCHEMA = pa.schema([
     pa.field("k", pa.int32(), nullable=False),
@@ -82,16 +89,6 @@ def lc_table(wh: Path, options: dict[str, str] | None = None, schema: pa.Schema 
         catalog.create_table(name, Schema.from_pyarrow_schema(
             schema, primary_keys=[schema.names[0]], options=options))
     return catalog.get_table(name)
-
-
-def lc_write(table: Any, data: pa.Table) -> None:
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    try:
-        w.write_arrow(data)
-        wb.new_commit().commit(w.prepare_commit())
-    finally:
-        w.close()
 
 
 def lc_read(wh: Path, schema: pa.Schema = SCHEMA) -> list[dict[str, Any]]:
