@@ -17,20 +17,39 @@ SCHEMA = pa.schema([pa.field("id", pa.int64(), False), ("v", pa.int64())])
 COMMITS = 25
 
 
-def _writer(warehouse: str) -> None:
+def _writer(warehouse: str, compactor_ready) -> None:
     t = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
     sb = t.new_stream_write_builder().with_commit_user("writer")
+    # Start writing only once the compactor runs, so the two overlap however slowly either
+    # process started on a loaded machine.
+    if not compactor_ready.wait(300):
+        raise RuntimeError("the compactor process never started")
     for i in range(COMMITS):
         w = sb.new_write()
         ids = [(i * 7 + k) % 200 for k in range(40)]
         w.write_arrow(pa.table({"id": ids, "v": [i] * len(ids)}, schema=SCHEMA))
         sb.new_commit().commit(w.prepare_commit(i), i)
+        if i == COMMITS // 2:
+            _wait_for_a_compaction(t)
+        time.sleep(0.05)
 
 
-def _compactor(warehouse: str, stop_after: float) -> None:
-    t = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
-    end = time.monotonic() + stop_after
+def _wait_for_a_compaction(table, timeout: float = 300.0) -> None:
+    """Halfway through, wait until the compactor has landed a compaction, so the rest of the
+    writer's commits certainly race with a compacted table."""
+    sm = table.snapshot_manager
+    end = time.monotonic() + timeout
     while time.monotonic() < end:
+        if any(sm.snapshot(i).commit_kind is CommitKind.COMPACT for i in sm.list_ids()):
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the compactor landed no compaction while the writer waited")
+
+
+def _compactor(warehouse: str, ready, writer_done) -> None:
+    t = CatalogFactory.create({"warehouse": warehouse}).get_table("db.t")
+    ready.set()
+    while not writer_done.is_set():
         t.compact()  # a conflict would raise and fail the process
         time.sleep(0.05)
 
@@ -42,12 +61,14 @@ def test_writer_and_compactor_processes(tmp_path):
         "bucket": "2", "write-only": "true", "num-sorted-run.compaction-trigger": "2",
         "commit.min-retry-wait": "5 ms"})
     ctx = mp.get_context("spawn")
-    writer = ctx.Process(target=_writer, args=(wh,))
-    compactor = ctx.Process(target=_compactor, args=(wh, 12.0))
+    ready, writer_done = ctx.Event(), ctx.Event()
+    writer = ctx.Process(target=_writer, args=(wh, ready))
+    compactor = ctx.Process(target=_compactor, args=(wh, ready, writer_done))
     compactor.start()
     writer.start()
-    writer.join(120)
-    compactor.join(120)
+    writer.join(300)
+    writer_done.set()
+    compactor.join(300)
     assert writer.exitcode == 0 and compactor.exitcode == 0
     t = CatalogFactory.create({"warehouse": wh}).get_table("db.t")
     t.compact()  # whatever the writer's last commits left
@@ -62,4 +83,6 @@ def test_writer_and_compactor_processes(tmp_path):
     snaps = [sm.snapshot(i) for i in ids]
     appends = [s for s in snaps if s.commit_kind is CommitKind.APPEND]
     assert sorted(s.commit_identifier for s in appends) == list(range(COMMITS))
-    assert any(s.commit_kind is CommitKind.COMPACT for s in snaps[:-1])
+    # The compactor's work landed between the writer's commits, not only after them.
+    last_append = max(s.id for s in appends)
+    assert any(s.commit_kind is CommitKind.COMPACT and s.id < last_append for s in snaps)
