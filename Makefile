@@ -101,7 +101,7 @@ soak: venv paimon-venv $(JAVA_ORACLE)
 # `make bench BENCH_ARGS=--quick`: a smoke test at small sizes (RESULTS.md is left alone);
 # BENCH_ARGS="--only scaling": one benchmark. pypaimon's optional Rust core (pypaimon-rust) is
 # the second pypaimon baseline; a .venv-paimon made before it was in its recipe gets it here.
-bench: venv paimon-venv moto-venv
+bench: venv paimon-venv moto-venv $(JAVA_ORACLE)
 	@# (if that install fails, the benchmarks run without pypaimon+rust and say why)
 	@$(PAIMON_VENV)/bin/python -c "import pypaimon_rust" 2>/dev/null \
 	  || $(PAIMON_VENV)/bin/pip install -q pypaimon-rust==0.4.0 2>&1 | $(QUIET_PIP)

@@ -58,6 +58,7 @@ BENCHMARKS: dict[str, tuple[list[str], list[str]]] = {
     "commit": ([], ["--history", "100", "--rounds", "5", "--warmup", "1",
                     "--concurrent-commits", "5"]),
     "scaling": ([], ["--quick"]),
+    "java_paimon": ([], ["--quick"]),  # Java Paimon in its own JVM (tests/javapaimon's jar)
     "spark_ingest": ([], ["--quick"]),
     "spark_datasource": ([], ["--quick"]),
     "schema_evolution": ([], ["--quick"]),
