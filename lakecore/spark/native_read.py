@@ -1,5 +1,6 @@
 """Executing a ``NativeReadPlan``: one Spark Parquet scan per native group, each file's columns
-mapped to the read's, deletion vectors applied by a broadcast anti-join on (file, row index),
+mapped to the read's, deletion vectors applied in the scan by a filter on each row's file size
+and row index (``deletion_filter``; else a broadcast anti-join on (file, row index)),
 the splits to merge read by lakecore on the executors (``tasks.ReadTask``), all of it one
 union in exactly the Spark schema of the ``lakecore`` data source.
 
@@ -26,6 +27,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 
 from lakecore.read.deletion_vectors import read_vectors
 from lakecore.schema.types import to_arrow
+from lakecore.spark.deletion_filter import keep_filter
 from lakecore.spark.native_plan import NativeGroup, NativeReadPlan
 from lakecore.spark.spark_filters import to_column
 from lakecore.spark.table_ref import TableRef
@@ -65,9 +67,8 @@ def _native(spark: SparkSession, table: FileStoreTable, group: NativeGroup,
     paths = [spark_path(p) for p in group.paths]
     with _listing_on_driver(spark, paths):
         df = spark.read.schema(scan_schema).option("mergeSchema", "false").parquet(*paths)
-    vectors = group.deletion_files
-    if vectors:
-        df = _without_deleted(spark, table, df, vectors)
+    if group.deletion_files:
+        df = _without_deleted(spark, table, df, group)
     fields = {f.name: f for f in read_schema.fields}
     df = df.select([_column(c.name, c.file_name, c.cast, fields[c.name])
                     for c in group.columns])
@@ -89,14 +90,19 @@ def _column(name: str, file_name: str | None, cast: bool, field: StructField) ->
 
 
 def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
-                     vectors: dict) -> DataFrame:
-    """``df`` minus the rows the deletion vectors mark: (file name, row index) pairs, read on
-    the driver and (up to ``BROADCAST_MAX_ROWS``) broadcast, anti-joined with Spark's hidden
-    ``_metadata`` columns."""
-    positions = read_vectors(table, vectors)
+                     group: NativeGroup) -> DataFrame:
+    """``df`` minus the rows the deletion vectors mark. The vectors are read on the driver;
+    each row is tested against its file's vector inside the scan (``deletion_filter``) where
+    the scan's files allow it, else the deleted (file name, row index) pairs are (up to
+    ``BROADCAST_MAX_ROWS``) broadcast and anti-joined with Spark's hidden ``_metadata``
+    columns."""
+    positions = read_vectors(table, group.deletion_files)
     names = [n for n, p in positions.items() if len(p)]
     if not names:
         return df
+    keep = keep_filter(spark, group.files, positions)
+    if keep is not None:
+        return df.where(keep)
     deleted = pa.table({
         FILE: pa.chunked_array([pa.array([n] * len(positions[n]), pa.string()) for n in names]),
         ROW: pa.chunked_array([pa.array(positions[n].astype("int64")) for n in names]),

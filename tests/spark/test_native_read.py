@@ -121,6 +121,68 @@ def test_deletion_vector_table_applies_vectors_natively(spark, warehouse):
     assert _rows(df) == read(table, sort_by=h.KEY) == h.model(data)
 
 
+def _dv_table(warehouse, name="db.dv"):
+    table = h.create(warehouse, name, **DV)
+    base = h.batches(1, rows=600)[0]
+    data = [base, _changes(base, 1), _changes(base, 2)]
+    for i, b in enumerate(data, start=1):
+        h.library_commit(table, b, i, "lib")
+        table.compact()
+    return table, data
+
+
+def test_deletion_vectors_are_a_filter_in_the_scan_and_the_anti_join_agrees(
+        spark, warehouse, monkeypatch):
+    from lakecore.spark import native_read
+
+    table, data = _dv_table(warehouse)
+    df = read_table(spark, warehouse, "db.dv")
+    executed = df._jdf.queryExecution().executedPlan().toString()
+    assert "Join" not in executed and "contains" in executed  # the bitmap filter, no join
+    assert _rows(df) == h.model(data)
+    monkeypatch.setattr(native_read, "keep_filter", lambda *a: None)  # as when not usable
+    joined = read_table(spark, warehouse, "db.dv")
+    assert "Join" in joined._jdf.queryExecution().executedPlan().toString()
+    assert _rows(joined) == h.model(data)
+
+
+def test_a_file_whose_size_differs_from_its_manifest_fails_the_read(
+        spark, warehouse, monkeypatch):
+    """Were a vector keyed by a size Spark never sees, its rows would come back: the read
+    fails instead."""
+    import dataclasses
+
+    from lakecore.spark import native_read
+
+    _dv_table(warehouse)
+    real = native_read.keep_filter
+
+    def wrong_sizes(spark_, files, positions):
+        return real(spark_, [dataclasses.replace(f, file_size=f.file_size + 1)
+                             if f.deletion_file is not None else f for f in files], positions)
+
+    monkeypatch.setattr(native_read, "keep_filter", wrong_sizes)
+    with pytest.raises(Exception, match="differs from its manifest entry"):
+        read_table(spark, warehouse, "db.dv").collect()
+
+
+def test_the_filter_is_refused_where_a_size_cannot_name_one_file():
+    import numpy as np
+
+    from lakecore.read.raw_convertible import RawFile
+    from lakecore.spark.deletion_filter import usable
+
+    def raw(name, size):
+        return RawFile(f"/w/{name}", name, "parquet", 0, 10, size, (), 0, None)  # type: ignore[arg-type]
+
+    deleted = {"a": np.array([1, 2]), "b": np.array([], dtype=np.int64)}
+    assert usable([raw("a", 100), raw("b", 200)], deleted)
+    assert not usable([raw("a", 100), raw("b", 100)], deleted)  # a's size is b's too
+    assert usable([raw("a", 100), raw("b", 200), raw("c", 200)], deleted)  # b, c: no deletes
+    assert not usable([raw("a", 2**31), raw("b", 200)], deleted)  # beyond an int
+    assert not usable([raw("a", 100)], {"a": np.array([2**31])})
+
+
 APPEND = pa.schema([pa.field("id", pa.int64(), False), ("a", pa.int32()), ("s", pa.string()),
                     ("day", pa.date32())])
 
