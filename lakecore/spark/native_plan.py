@@ -6,7 +6,10 @@ The driver plans the snapshot's splits as usual, then divides each one
 (``lakecore.read.raw_convertible``) into raw files and a part to merge. A raw file is read
 natively when Spark can read it exactly as lakecore would:
 
-* Parquet (ORC and Avro files go the Python way);
+* Parquet; ORC without a deletion vector (Spark's ORC reader gives a row no
+  ``_metadata.row_index`` to apply one by) and without timestamp columns among those read
+  (Spark reads a Paimon ORC timestamp into ``TIMESTAMP_NTZ`` a million times too small);
+  Avro files go the Python way;
 * every read column maps from the file's schema version by field id (``FileColumn``): the
   same type, a renamed column (read by its name at write time), a column added since (a null
   literal), or a widening Spark casts exactly as lakecore does (integers, FLOAT -> DOUBLE,
@@ -27,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from lakecore.format.deletion_vector import DeletionFile
 from lakecore.format.manifest import DataFileMeta
-from lakecore.io.formats import PARQUET
+from lakecore.io.formats import ORC, PARQUET
 from lakecore.read.predicate import Predicate
 from lakecore.read.raw_convertible import RawFile, divide_split
 from lakecore.read.scan import Split
@@ -56,9 +59,10 @@ class FileColumn:
 
 @dataclass(frozen=True)
 class NativeGroup:
-    """Raw files of one schema version, read by one Spark Parquet scan."""
+    """Raw files of one schema version and format, read by one Spark scan."""
 
     schema_id: int
+    format: str  # PARQUET or ORC
     file_columns: tuple[str, ...]  # what the scan reads, by the names in these files
     columns: tuple[FileColumn, ...]  # one per read column, in read order
     files: tuple[RawFile, ...]
@@ -109,7 +113,9 @@ def plan_native_read(table: FileStore, splits: Sequence[Split], columns: Sequenc
     if not native or (predicate is not None and not translatable(predicate, table.schema)):
         return NativeReadPlan(snapshot_id, tuple(columns), tuple(read_columns), predicate, (),
                               tuple(splits))
-    by_schema: dict[int, list[RawFile]] = defaultdict(list)
+    by_schema: dict[tuple[int, str], list[RawFile]] = defaultdict(list)
+    fields = {f.name: f for f in table.schema.fields}
+    orc_ok = not any(_mentions_timestamp(fields[c].type) for c in read_columns)
     merge: list[Split] = []
     mappings: dict[int, tuple[FileColumn, ...] | None] = {}
     for split in splits:
@@ -119,8 +125,8 @@ def plan_native_read(table: FileStore, splits: Sequence[Split], columns: Sequenc
             if f.schema_id not in mappings:
                 mappings[f.schema_id] = column_mapping(
                     table.schema_of(f.schema_id), table.schema, read_columns)
-            if f.format == PARQUET and mappings[f.schema_id] is not None:
-                by_schema[f.schema_id].append(f)
+            if _natively_readable(f, orc_ok) and mappings[f.schema_id] is not None:
+                by_schema[f.schema_id, f.format].append(f)
             else:
                 python.append(f)
         if python:  # raw files Spark cannot read as lakecore does: read as they are, in Python
@@ -129,13 +135,24 @@ def plan_native_read(table: FileStore, splits: Sequence[Split], columns: Sequenc
         if division.merge is not None:
             merge.append(division.merge)
     groups = []
-    for sid in sorted(by_schema):
+    for sid, fmt in sorted(by_schema):
         cols = mappings[sid]
         assert cols is not None
         file_cols = tuple(dict.fromkeys(c.file_name for c in cols if c.file_name is not None))
-        groups.append(NativeGroup(sid, file_cols, cols, tuple(by_schema[sid])))
+        groups.append(NativeGroup(sid, fmt, file_cols, cols, tuple(by_schema[sid, fmt])))
     return NativeReadPlan(snapshot_id, tuple(columns), tuple(read_columns), predicate,
                           tuple(groups), tuple(merge))
+
+
+def _natively_readable(f: RawFile, orc_ok: bool) -> bool:
+    return f.format == PARQUET or (f.format == ORC and orc_ok and f.deletion_file is None)
+
+
+def _mentions_timestamp(t: DataType) -> bool:
+    if t.root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ):
+        return True
+    inner = [c for c in (t.element, t.key, t.value) if c is not None]
+    return any(_mentions_timestamp(c) for c in [*inner, *(f.type for f in t.fields)])
 
 
 def _raw_split(split: Split, files: list[DataFileMeta]) -> Split:

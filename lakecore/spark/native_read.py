@@ -25,6 +25,7 @@ from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.types import BinaryType, StructField, StructType
 
+from lakecore.io.formats import ORC
 from lakecore.read.deletion_vectors import read_vectors
 from lakecore.schema.types import to_arrow
 from lakecore.spark.deletion_filter import keep_filter
@@ -66,7 +67,8 @@ def _native(spark: SparkSession, table: FileStoreTable, group: NativeGroup,
         pa.field(n, to_arrow(by_name[n].type), True) for n in group.file_columns]))
     paths = [spark_path(p) for p in group.paths]
     with _listing_on_driver(spark, paths):
-        df = spark.read.schema(scan_schema).option("mergeSchema", "false").parquet(*paths)
+        reader = spark.read.schema(scan_schema).option("mergeSchema", "false")
+        df = reader.orc(paths) if group.format == ORC else reader.parquet(*paths)
     if group.deletion_files:
         df = _without_deleted(spark, table, df, group)
     fields = {f.name: f for f in read_schema.fields}

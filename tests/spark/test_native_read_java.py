@@ -67,19 +67,35 @@ def _lakecore(wh: Path) -> pa.Table:
     return rb.new_read().to_arrow(rb.new_scan().plan().splits()).cast(SCHEMA)
 
 
-@pytest.mark.parametrize("dv", ["false", "true"])
-def test_spark_reads_javas_compacted_files_natively(spark, java_paimon, tmp_path, dv):
+@pytest.mark.parametrize("dv,fmt", [("false", "parquet"), ("true", "parquet"),
+                                    ("false", "orc"), ("true", "orc")])
+def test_spark_reads_javas_compacted_files_natively(spark, java_paimon, tmp_path, dv, fmt):
+    """Parquet files, with or without Java's deletion vectors, and ORC files without vectors
+    are read by Spark's own readers; ORC files with vectors go the Python way (Spark gives
+    an ORC row no ``_metadata.row_index``)."""
     jp, wh, t = java_paimon, tmp_path, at(tmp_path)
     jp.call("create", **t, fields=paimon_fields(SCHEMA), primary_keys=["id", "p"],
-            partition_keys=["p"], options={"bucket": "2", "deletion-vectors.enabled": dv})
+            partition_keys=["p"], options={"bucket": "2", "deletion-vectors.enabled": dv,
+                                           "file.format": fmt})
     jp.call("write", **t, rows=to_rows(_rows(range(60), 1)))
     jp.call("compact", **t, full=True)
     changed = _rows([1, 3, 4, 70], 2)
     jp.call("write", **t, rows=to_rows(changed), row_kinds=["+U", "-D", "+U", "+I"])
     jp.call("compact", **t, full=dv == "false")  # DV: Java's vectors mark what changed
-    plan = plan_read(str(wh), "db.t").plan
-    assert plan.merge_splits == () and plan.groups
-    if dv == "true":
+    if fmt == "orc":  # timestamps in ORC go the Python way (native_plan); the rest native
+        no_ts = [f.name for f in SCHEMA if not pa.types.is_timestamp(f.type)]
+        assert plan_read(str(wh), "db.t").plan.native_files == ()
+        df = read_table(spark, str(wh), "db.t", projection=no_ts)
+        java = from_rows(jp.call("read", **t), SCHEMA).select(no_ts)
+        assert sorted(df.toArrow().to_pylist(), key=lambda r: (r["id"], r["p"])) \
+            == sorted(java.to_pylist(), key=lambda r: (r["id"], r["p"]))
+    plan = plan_read(str(wh), "db.t", projection=no_ts if fmt == "orc" else None).plan
+    assert {f.format for f in plan.native_files} <= {fmt}
+    if fmt == "orc" and dv == "true":
+        assert plan.merge_splits and all(f.deletion_file is None for f in plan.native_files)
+    else:
+        assert plan.merge_splits == () and plan.groups
+    if dv == "true" and fmt == "parquet":
         assert any(f.deletion_file is not None for f in plan.native_files)
     df = read_table(spark, str(wh), "db.t")
     java = from_rows(jp.call("read", **t), SCHEMA)
