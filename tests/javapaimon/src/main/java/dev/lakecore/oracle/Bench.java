@@ -43,13 +43,10 @@ import org.apache.paimon.types.DataTypes;
 import org.apache.paimon.types.RowType;
 
 import java.io.File;
-import java.io.FileDescriptor;
-import java.io.FileOutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.lang.management.ManagementFactory;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -108,16 +105,7 @@ public final class Bench {
 
     public static void main(String[] args) {
         double uptimeAtMain = ManagementFactory.getRuntimeMXBean().getUptime() / 1000.0;
-        String level = System.getenv().getOrDefault("PAIMON_ORACLE_LOG", "warn");
-        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", level);
-        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
-        System.setProperty("org.slf4j.simpleLogger.showDateTime", "true");
-        System.setProperty(
-                "org.slf4j.simpleLogger.log.org.apache.paimon.utils.HadoopUtils", "error");
-        PrintStream result =
-                new PrintStream(
-                        new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
-        System.setOut(System.err);
+        PrintStream result = Main.protocolChannel();
 
         ObjectMapper mapper = new ObjectMapper();
         int code = 0;
@@ -281,16 +269,21 @@ public final class Bench {
 
     // ------------------------------------------------------------------------ phases
 
+    /** A write's spill directory, and the compaction threads, if not Paimon's default one. */
+    private void prepare(BatchTableWrite write, ExecutorService compactThreads) {
+        write.withIOManager(ioManager);
+        if (compactThreads != null) {
+            ((TableWriteImpl<?>) write).withCompactExecutor(compactThreads);
+        }
+    }
+
     /** One batch write job: every row of one input file, one commit. */
     private void writeCommit(Table table, List<GenericRow> rows) throws Exception {
         BatchWriteBuilder builder = table.newBatchWriteBuilder();
         ExecutorService compactThreads = compactExecutor();
         try (BatchTableWrite write = builder.newWrite();
                 BatchTableCommit commit = builder.newCommit()) {
-            write.withIOManager(ioManager);
-            if (compactThreads != null) {
-                ((TableWriteImpl<?>) write).withCompactExecutor(compactThreads);
-            }
+            prepare(write, compactThreads);
             FileStoreTable ft = (FileStoreTable) table;
             if (ft.bucketMode() == BucketMode.HASH_DYNAMIC) {
                 // bucket = -1: the table has no bucket function, the writer is told each row's
@@ -345,10 +338,7 @@ public final class Bench {
         ExecutorService compactThreads = compactExecutor();
         try (BatchTableWrite write = builder.newWrite();
                 BatchTableCommit commit = builder.newCommit()) {
-            write.withIOManager(ioManager);
-            if (compactThreads != null) {
-                ((TableWriteImpl<?>) write).withCompactExecutor(compactThreads);
-            }
+            prepare(write, compactThreads);
             // each call hands the bucket's compaction to the write's compaction executor;
             // prepareCommit (a batch write's waits for compaction) collects them all
             for (BucketEntry e : buckets) {

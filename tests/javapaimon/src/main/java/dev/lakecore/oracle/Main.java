@@ -26,7 +26,11 @@ public final class Main {
 
     private Main() {}
 
-    public static void main(String[] args) throws Exception {
+    /**
+     * Logging to stderr (slf4j-simple at WARN, or {@code PAIMON_ORACLE_LOG}), {@code System.out}
+     * pointed at stderr, and the real stdout returned: the channel for the process's answers.
+     */
+    static PrintStream protocolChannel() {
         String level = System.getenv().getOrDefault("PAIMON_ORACLE_LOG", "warn");
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", level);
         System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
@@ -34,11 +38,15 @@ public final class Main {
         // a local warehouse needs no Hadoop configuration: do not warn about its absence
         System.setProperty(
                 "org.slf4j.simpleLogger.log.org.apache.paimon.utils.HadoopUtils", "error");
-        // the protocol channel: the real stdout; every other print goes to stderr
         PrintStream protocol =
                 new PrintStream(
                         new FileOutputStream(FileDescriptor.out), false, StandardCharsets.UTF_8);
         System.setOut(System.err);
+        return protocol;
+    }
+
+    public static void main(String[] args) throws Exception {
+        PrintStream protocol = protocolChannel();
 
         ObjectMapper mapper = new ObjectMapper();
         Oracle oracle = new Oracle(mapper);
