@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -583,6 +583,8 @@ class ModelMachine(RuleBasedStateMachine):
             # back to files from before a drop and re-add of v2: read with the current
             # schema, their v2 is the dropped column's, which does not come back
             self.model.drop_v2()
+        if sid not in retained:  # a tag's snapshot, expired: restored without its changelog
+            self.model.history[sid] = replace(self.model.history[sid], changelog_gone=True)
         assert self.table.snapshot_manager.latest_id() == sid
         assert {t.name: t.snapshot_id for t in list_tags(self.table)} == self.model.tags
         self._check_files()
@@ -653,7 +655,8 @@ class ModelMachine(RuleBasedStateMachine):
     def _incremental_ranges(self, retained: list[int]) -> list[tuple[int, int]]:
         """The (start, end] ranges whose incremental read the model defines: every snapshot
         after ``start`` retained; with changelog made by compaction (``lookup``) no OVERWRITE
-        inside (the lookup changelog does not describe what an overwrite replaced) and both
+        inside (the lookup changelog does not describe what an overwrite replaced), no
+        snapshot a rollback restored without its changelog (``Version.changelog_gone``), both
         ends settled (no record in level 0, else the changelog of those records is still to
         come). ``none`` (the APPEND snapshots' records as written) and ``input`` (the
         committed records) define every range."""
@@ -662,7 +665,7 @@ class ModelMachine(RuleBasedStateMachine):
         for start in range(retained[0] - 1, retained[-1]):
             for end in range(start + 1, retained[-1] + 1):
                 kind = history[end].kind
-                if producer == "lookup" and kind == "OVERWRITE":
+                if producer == "lookup" and (kind == "OVERWRITE" or history[end].changelog_gone):
                     break
                 if producer == "lookup" and not (
                         history[end].settled and (start == 0 or history[start].settled)):
@@ -708,7 +711,8 @@ class ModelMachine(RuleBasedStateMachine):
             # the raw input of every commit that wrote data, deletes included (a batch read
             # leaves OVERWRITE snapshots' changelog out, as Paimon's changelog scan mode does)
             got = Counter(changelog_rows(self.table, start, end, self.ids))
-            expected = Counter(r.as_tuple() for v in between if v.kind != "OVERWRITE"
+            expected = Counter(r.as_tuple() for v in between
+                               if v.kind != "OVERWRITE" and not v.changelog_gone
                                for r in v.records)
             assert got == expected, (start, end, got - expected, expected - got)
             OPS["  incremental read: input changelog == the committed records"] += 1

@@ -220,6 +220,9 @@ class Version:
     kind: str = "APPEND"  # the commit kind the snapshot must have
     records: tuple[Rec, ...] = ()  # the input records committed (APPEND / OVERWRITE)
     tombstones: frozenset[Key] = frozenset()
+    # the snapshot was expired while a tag kept it, then restored by a rollback to the tag:
+    # expiry deleted its changelog (a tag keeps none), so it comes back without one
+    changelog_gone: bool = False
 
     @property
     def full(self) -> dict[Key, Values]:
