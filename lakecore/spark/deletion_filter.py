@@ -12,8 +12,9 @@ relation of a million keys costs Spark more than the scan itself (docs/spark-dat
 ``deleted`` is a 64-bit RoaringBitmap (``org.roaringbitmap.longlong.Roaring64NavigableMap``:
 Spark ships RoaringBitmap; Paimon's vectors are RoaringBitmaps too) of every deleted row's key,
 its file's size in the high 32 bits and its position in the low; ``known`` holds the sizes of
-the scan's files. Each is one object literal in the plan, so it travels to the executors with
-the task; the driver makes them with a handful of py4j calls whatever the number of files.
+the scan's files. Each is a Spark broadcast variable, named by an object literal in the plan:
+it reaches each executor once, and the driver makes both with a handful of py4j calls whatever
+the number of files.
 ``_metadata.file_size`` and ``_metadata.row_index`` are constant or generated per batch by
 Spark's Parquet reader: no string is built per row, and a lookup reads a bitmap container
 that stays in the CPU's cache while a file is read.
@@ -93,15 +94,23 @@ def _build(spark: SparkSession, files: Sequence[RawFile],
 
     boolean = getattr(types, "BooleanType$").__getattr__("MODULE$")
 
-    def contains(bitmap: Any, bitmap_class: str, key: Column) -> Column:
+    seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+
+    def invoke(target: Any, method: str, result: Any, args: list[Any]) -> Any:
         # Invoke(target, method, type, arguments, input types, propagateNull,
         #        returnNullable, isDeterministic)
-        seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
-        target = exprs.Literal.create(bitmap, object_type(bitmap_class))
-        arguments = seq([utils.expression(key._jc)]).toList()
-        call = exprs.objects.Invoke(target, "contains", boolean, arguments, seq([]).toList(),
-                                    True, False, True)
-        return Column(utils.column(call))
+        return exprs.objects.Invoke(target, method, result, seq(args).toList(),
+                                    seq([]).toList(), True, False, True)
+
+    def contains(bitmap: Any, bitmap_class: str, key: Column) -> Column:
+        # The bitmap travels as a broadcast variable, the literal holds its handle: each
+        # executor fetches it once (not with every task), and the plan's text shows
+        # "Broadcast(n)", not the bitmap's values (its toString runs to 512 KB)
+        handle = spark.sparkContext._jsc.broadcast(bitmap)
+        target = exprs.Literal.create(handle, object_type("org.apache.spark.broadcast.Broadcast"))
+        value = invoke(target, "value", object_type(bitmap_class), [])
+        return Column(utils.column(invoke(value, "contains", boolean,
+                                          [utils.expression(key._jc)])))
 
     size = F.col("_metadata.file_size")
     row = F.shiftleft(size, 32).bitwiseOR(F.col("_metadata.row_index"))
