@@ -139,6 +139,7 @@ def test_deletion_vectors_are_a_filter_in_the_scan_and_the_anti_join_agrees(
     df = read_table(spark, warehouse, "db.dv")
     executed = df._jdf.queryExecution().executedPlan().toString()
     assert "Join" not in executed and "contains" in executed  # the bitmap filter, no join
+    assert "Broadcast(" in executed and len(executed) < 20_000  # a handle, not the positions
     assert _rows(df) == h.model(data)
     monkeypatch.setattr(native_read, "keep_filter", lambda *a: None)  # as when not usable
     joined = read_table(spark, warehouse, "db.dv")
