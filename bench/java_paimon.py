@@ -227,27 +227,25 @@ def run_java(args: argparse.Namespace, workdir: str) -> Result | None:
         json.dump(spec, f)
     print("running Java Paimon ...", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    proc = subprocess.Popen(["java", JAVA_HEAP, "-cp", JAR, "dev.lakecore.oracle.Bench",
-                             spec_path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    stdout, stderr = proc.communicate()
-    wall = time.perf_counter() - started
-    usage = _child_peak_rss_mib()
+    # output to files and os.wait4, so the peak RSS is the JVM's own (RUSAGE_CHILDREN would
+    # give the largest of every child so far, the lakecore child's included)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(["java", JAVA_HEAP, "-cp", JAR, "dev.lakecore.oracle.Bench",
+                                 spec_path], stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
     if proc.returncode != 0:
         print(f"Java Paimon FAILED (exit {proc.returncode}):\n{stdout[-2000:]}\n"
               f"{stderr[-4000:]}", file=sys.stderr)
         return None
     result: Result = json.loads(stdout.strip().splitlines()[-1])
     result["wall_s"] = wall
-    result["peak_rss_mib"] = usage
+    result["peak_rss_mib"] = usage.ru_maxrss / 1024  # KiB on Linux
     return result
-
-
-def _child_peak_rss_mib() -> float:
-    """The largest peak RSS of this process's waited-for children (the JVM is the largest)."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
 
 
 def java_best(java: Result) -> dict[str, dict[str, Any]]:
@@ -277,7 +275,7 @@ HEADER = ("table", "phase", "rows", "lakecore s", "Java s", "lakecore rows/s", "
           "lakecore ÷ Java", "target", "result", "lakecore ÷ pyarrow", "lakecore peak RSS")
 
 
-def phase_rows(spec: dict[str, Any], phase: str, rows: int, upsert: int) -> int:
+def phase_rows(phase: str, rows: int, upsert: int) -> int:
     """The rows a phase moves: the upsert its upserted keys, every other phase the table's."""
     return upsert if phase == "upsert" else rows
 
@@ -313,7 +311,7 @@ def report(args: argparse.Namespace, lake: Result | None, java: Result | None
                           if theirs and all(p in theirs["best"] for p in parts) else None)
                 rss = max((mine[p]["peak_rss_mib"] for p in parts if p in mine), default=None)
             else:
-                rows = phase_rows(spec, phase, n, args.upsert)
+                rows = phase_rows(phase, n, args.upsert)
                 lake_s = mine[phase]["seconds"] if phase in mine else None
                 java_s = theirs["best"].get(phase) if theirs else None
                 rss = mine[phase]["peak_rss_mib"] if phase in mine else None
