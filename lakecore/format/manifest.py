@@ -20,11 +20,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from enum import Enum
-from typing import Any, cast
+from typing import Any
 
 import fastavro
 
 from lakecore.errors import CorruptFileError, OptionError
+from lakecore.format.avro_container import read_records
 from lakecore.format.stats import KEY_STATS_SCHEMA, VALUE_STATS_SCHEMA, SimpleStats
 
 # Paimon's `manifest.compression` default (Java and pypaimon): zstd.
@@ -211,7 +212,7 @@ def write_avro(parsed_schema: Any, records: Iterable[dict[str, Any]], compressio
 def read_avro(data: bytes, path: str) -> list[dict[str, Any]]:
     """All records of an Avro container, decoded with the schema the writer stored."""
     try:
-        return cast(list[dict[str, Any]], list(fastavro.reader(io.BytesIO(data))))
+        return read_records(data)
     except Exception as exc:  # fastavro raises EOFError, ValueError, codec errors, ...
         missing = _missing_codec(exc)
         if missing is not None:
