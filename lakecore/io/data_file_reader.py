@@ -198,7 +198,8 @@ def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: D
         with table.file_io.open_input_file(path) as src:
             pf = pq.ParquetFile(src)
             cols = _physical_columns(columns, set(pf.schema_arrow.names))
-            sizes = [pf.metadata.row_group(i).num_rows for i in range(pf.metadata.num_row_groups)]
+            meta = pf.metadata  # parsed once: each row group's handle reuses it
+            sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     except (OSError, pa.ArrowInvalid) as e:
         raise CorruptFileError(path, f"cannot read data file: {e}") from e
     if sum(sizes) != f.row_count:
@@ -211,7 +212,7 @@ def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: D
     def one(i: int) -> pa.Table:
         try:
             with table.file_io.open_input_file(path) as src:
-                t = pq.ParquetFile(src).read_row_group(i, columns=cols)
+                t = pq.ParquetFile(src, metadata=meta).read_row_group(i, columns=cols)
         except (OSError, pa.ArrowInvalid) as e:
             raise CorruptFileError(path, f"cannot read data file: {e}") from e
         return fn(conform_chunk(_fill_missing(table, t, columns), target, path), firsts[i])
