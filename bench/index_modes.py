@@ -183,8 +183,7 @@ def child_main(args: argparse.Namespace) -> Result:
                         res["check"] = check_merged(merged, base, upsert)
                         res["layout"] = _layout(catalog.get_table(name))
                     merged = None
-                    raw = run_phase(res, "raw-read", lambda: pq.read_table(raw_path))
-                    raw = None
+                    run_phase(res, "raw-read", lambda: pq.read_table(raw_path))
                     _also(out, "raw-read", res["raw-read"]["runs"][-1])
             except Exception:
                 res["error"] = traceback.format_exc()
