@@ -13,8 +13,9 @@ One run measures, each part in a child process (peak RSS: VmHWM, reset before ea
     file's own rows and columns, system columns included). Only I/O: the merge itself is free
     for the baseline, so this is the machine's limit for a compaction;
   - ``read``: lakecore full read of the compacted table, against ``pq.read_table`` of the
-    compacted data files (the target's baseline), the two timed ``READ_REPEATS`` times each,
-    interleaved; and ``pq.read_table`` of one plain Parquet file (zstd) holding just the same
+    compacted data files (the target's baseline), the two timed ``read_repeats(rows)`` times
+    each (3 at 1M rows and above, up to 15 for smaller tables), interleaved; and
+    ``pq.read_table`` of one plain Parquet file (zstd) holding just the same
     1M user rows (information).
 
   Compaction rates count the compaction's input rows (rows + upsert, 1.2M by default), for
@@ -83,6 +84,15 @@ TARGETS = {"compact": 0.5, "read": 0.8}  # ratios to the raw pyarrow baselines
 # Each round times the compacted table's read (and its baseline) this many times, interleaved:
 # a 10-150 ms read timed once per round swung by 2x between runs on a busy 2-core machine
 READ_REPEATS = 3
+# ... and more at small sizes, where a read is shorter than the machine's noise: at 100k rows
+# (15-30 ms a read) the six samples of a run spread over 2x, led by the first ones of a round
+READ_REPEAT_ROWS = 1_000_000
+
+
+def read_repeats(rows: int) -> int:
+    """Timed reads a round at ``rows`` base rows: READ_REPEATS at 1M rows and above, up to
+    5x that for smaller tables (the same count on both sides)."""
+    return min(5 * READ_REPEATS, max(READ_REPEATS, -(-READ_REPEATS * READ_REPEAT_ROWS // rows)))
 BIG_RSS_LIMIT_MIB = 2 * 1024
 
 
@@ -169,7 +179,7 @@ def _round(out: Result, catalog: Any, name: str, args: argparse.Namespace, base:
     report = run_phase(out, "compact", lambda: catalog.get_table(name).compact(full=True), profile)
     compacted = _live_files(catalog.get_table(name))
     result = merged = None
-    for _ in range(READ_REPEATS):  # reads are cheap beside a round: interleaved repeats
+    for _ in range(read_repeats(base.num_rows)):  # reads are cheap beside a round: interleaved
         result = merged = None  # the last repeat's tables are not held through the next
         result = run_phase(out, "raw-read-compacted",
                            lambda: _raw_read([p for p, _ in compacted]))
@@ -404,7 +414,8 @@ def main() -> int:
             f"Parquet file (zstd) of the same {lake['output_rows']:,} rows, user columns only "
             f"({lake['plain_bytes'] / 2**20:.1f} MiB; information).",
             f"Best of {args.rounds} interleaved rounds, fresh table each; within a round the "
-            f"compacted read and its baseline are timed {READ_REPEATS} times each, interleaved. "
+            f"compacted read and its baseline are timed {read_repeats(args.rows)} times each, "
+            "interleaved. "
             "Peak RSS: the phase's "
             "own VmHWM (reset before it) in the child process, input data included; one-time "
             "imports paid in an untimed warm-up.",

@@ -315,7 +315,8 @@ def run_compaction(args: argparse.Namespace, workdir: str
         "compaction's input rows (size x 1.2). Baseline: pyarrow read of the input files + "
         "write of the result (I/O only); the read row: lakecore full read of the compacted "
         f"table vs pyarrow read of its files. Best of {args.compaction_rounds} round(s) (the "
-        f"reads: of {compaction.READ_REPEATS} interleaved repeats a round). "
+        f"reads: of {compaction.READ_REPEATS} interleaved repeats a round at 1M rows and above, "
+        f"{compaction.read_repeats(100_000)} at 100k). "
         f"compaction.py's targets (compaction >= {compaction.TARGETS['compact']}x, compacted "
         f"read >= {compaction.TARGETS['read']}x) are judged at every size.",
     ]
