@@ -12,13 +12,15 @@ them, the sync marker again). Longs are zig-zag varints. The records of a block 
 after another with ``fastavro.schemaless_reader``, which decodes a record as fast as
 ``fastavro.reader`` does, so a large manifest costs what it did.
 
-Codecs decoded here: ``null``, ``deflate`` (raw DEFLATE), ``zstandard``, ``bzip2``, ``xz``.
-A file in another codec (``snappy``: its library is optional) goes to ``fastavro.reader``.
+Codecs decoded here: ``null``, ``deflate`` (raw DEFLATE), ``zstandard`` (when a zstd module
+is importable), ``bzip2``, ``xz``. A file in another codec (``snappy``: its library is
+optional) goes to ``fastavro.reader``.
 """
 
 from __future__ import annotations
 
 import bz2
+import importlib
 import io
 import json
 import lzma
@@ -29,10 +31,17 @@ from typing import Any, cast
 
 import fastavro
 
-try:  # Python 3.14's module; backports.zstd on 3.11 (requirements.txt)
-    from compression import zstd  # type: ignore[import-not-found]
-except ImportError:
-    from backports import zstd
+
+def _zstd_decompress() -> Callable[[bytes], bytes] | None:
+    """Python 3.14's ``compression.zstd``, or backports.zstd on 3.11 (requirements.txt); with
+    neither, fastavro.reader reads zstd files (or says what to install)."""
+    for name in ("compression.zstd", "backports.zstd"):
+        try:
+            return cast(Callable[[bytes], bytes], importlib.import_module(name).decompress)
+        except ImportError:
+            continue
+    return None
+
 
 MAGIC = b"Obj\x01"
 SYNC_SIZE = 16
@@ -45,10 +54,12 @@ class ContainerError(ValueError):
 _DECOMPRESS: dict[str, Callable[[bytes], bytes]] = {
     "null": lambda data: data,
     "deflate": lambda data: zlib.decompress(data, -15),
-    "zstandard": zstd.decompress,
     "bzip2": bz2.decompress,
     "xz": lzma.decompress,
 }
+_ZSTD = _zstd_decompress()
+if _ZSTD is not None:
+    _DECOMPRESS["zstandard"] = _ZSTD
 
 
 class _Cursor:

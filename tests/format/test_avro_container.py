@@ -98,3 +98,12 @@ def test_a_schema_text_is_parsed_once() -> None:
     read_records(second)
     info = parsed_schema.cache_info()
     assert (info.misses, info.hits) == (1, 1)
+
+
+def test_a_codec_without_a_decoder_here_goes_to_fastavro(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a zstd module (or for snappy), fastavro.reader reads the file."""
+    from lakecore.format import avro_container
+
+    data = _container(_records(40), "zstandard", sync_interval=200)
+    monkeypatch.delitem(avro_container._DECOMPRESS, "zstandard")
+    assert read_records(data) == list(fastavro.reader(io.BytesIO(data)))
