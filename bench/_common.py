@@ -203,11 +203,17 @@ def run_phase(out: Result, name: str, fn: Callable[[], Any], profile: str | None
         pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(15)
         out["profile"] = text.getvalue()
     seconds = time.perf_counter() - start
-    entry = out.setdefault(name, {"runs": [], "peak_rss_mib": 0.0})
-    entry["runs"].append(seconds)
-    entry["seconds"] = min(entry["runs"])
+    entry = record_run(out, name, seconds)
     entry["peak_rss_mib"] = max(entry["peak_rss_mib"], peak_rss_mib())
     return value
+
+
+def record_run(out: Result, name: str, seconds: float) -> Result:
+    """Add one timed run to ``out[name]`` (its runs, and their best as its seconds)."""
+    entry: Result = out.setdefault(name, {"runs": [], "peak_rss_mib": 0.0})
+    entry["runs"].append(seconds)
+    entry["seconds"] = min(entry["runs"])
+    return entry
 
 
 def emit(result: dict[str, Any]) -> None:

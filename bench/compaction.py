@@ -87,13 +87,13 @@ READ_REPEATS = 3
 # ... and more at small sizes, where a read is shorter than the machine's noise: at 100k rows
 # (15-30 ms a read) the six samples of a run spread over 2x, led by the first ones of a round
 READ_REPEAT_ROWS = 1_000_000
+BIG_RSS_LIMIT_MIB = 2 * 1024
 
 
 def read_repeats(rows: int) -> int:
     """Timed reads a round at ``rows`` base rows: READ_REPEATS at 1M rows and above, up to
     5x that for smaller tables (the same count on both sides)."""
     return min(5 * READ_REPEATS, max(READ_REPEATS, -(-READ_REPEATS * READ_REPEAT_ROWS // rows)))
-BIG_RSS_LIMIT_MIB = 2 * 1024
 
 
 # --- children ------------------------------------------------------------------------------

@@ -76,6 +76,7 @@ from _common import (  # noqa: E402
     rate_label,
     read_all,
     read_ipc,
+    record_run,
     row,
     run_as_child,
     run_phase,
@@ -184,17 +185,11 @@ def child_main(args: argparse.Namespace) -> Result:
                         res["layout"] = _layout(catalog.get_table(name))
                     merged = None
                     run_phase(res, "raw-read", lambda: pq.read_table(raw_path))
-                    _also(out, "raw-read", res["raw-read"]["runs"][-1])
+                    # ... and among the pyarrow row's samples
+                    record_run(out, "raw-read", res["raw-read"]["runs"][-1])
             except Exception:
                 res["error"] = traceback.format_exc()
     return out
-
-
-def _also(out: Result, name: str, seconds: float) -> None:
-    """Count a timed run under ``out[name]`` too (the pyarrow row's samples)."""
-    entry = out.setdefault(name, {"runs": [], "peak_rss_mib": 0.0})
-    entry["runs"].append(seconds)
-    entry["seconds"] = min(entry["runs"])
 
 
 def _layout(table: Any) -> str:
