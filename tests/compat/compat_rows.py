@@ -116,20 +116,6 @@ def lc_read(table: FileStoreTable, snapshot_id: int | None = None) -> pa.Table:
     return rb.new_read().to_arrow(rb.new_scan().plan().splits())
 
 
-def lc_write(table: FileStoreTable, data: pa.Table,
-             overwrite: dict[str, Any] | None = None) -> tuple[int, ...]:
-    """One lakecore batch commit of ``data``; returns the snapshot ids it made."""
-    wb = table.new_batch_write_builder()
-    if overwrite is not None:
-        wb.overwrite(overwrite)
-    w = wb.new_write()
-    try:
-        w.write_arrow(data)
-        return wb.new_commit().commit(w.prepare_commit()).snapshot_ids
-    finally:
-        w.close()
-
-
 def lc_files(table: FileStoreTable, snapshot_id: int | None = None) -> set[tuple[Any, ...]]:
     """lakecore's plan as (partition, bucket, file, level, rows, min seq, max seq, deletes)."""
     if snapshot_id is not None:

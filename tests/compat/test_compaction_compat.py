@@ -15,7 +15,6 @@ from tests.compat.compat_rows import (
     apply,
     expected,
     lc_read,
-    lc_write,
     step,
     table_of,
     wide_row,
@@ -27,6 +26,7 @@ from tests.compat.pypaimon_runner import (
     paimon_script,
     requires_paimon,
 )
+from tests.core.helpers import write as lc_write
 
 pytestmark = [pytest.mark.compat, requires_paimon]
 OPTIONS = {"bucket": "2", "rowkind.field": "rk", "write-only": "true"}

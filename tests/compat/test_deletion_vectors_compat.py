@@ -13,6 +13,7 @@ import pytest
 from lakecore import CatalogFactory, Schema
 from lakecore.format.index_manifest import DELETION_VECTORS_INDEX
 from tests.compat.pypaimon_runner import canonical, paimon_read, paimon_script, requires_paimon
+from tests.core.helpers import write as lc_write
 
 pytestmark = [pytest.mark.compat, requires_paimon]
 
@@ -62,17 +63,6 @@ def pp_rows(wh):
 
 def lc_table(wh):
     return CatalogFactory.create({"warehouse": wh}).get_table("db.t")
-
-
-def lc_write(t, data):
-    """One lakecore batch commit of ``data``."""
-    wb = t.new_batch_write_builder()
-    w = wb.new_write()
-    try:
-        w.write_arrow(data)
-        wb.new_commit().commit(w.prepare_commit())
-    finally:
-        w.close()
 
 
 def vector_count(t):

@@ -22,7 +22,6 @@ from tests.compat.compat_rows import (
     keys_by_bucket_dir,
     lc_filtered_read,
     lc_read,
-    lc_write,
     matches,
     step,
     table_of,
@@ -30,6 +29,7 @@ from tests.compat.compat_rows import (
 )
 from tests.compat.pypaimon_runner import canonical, paimon_script, requires_paimon
 from tests.core.helpers import table_files
+from tests.core.helpers import write as lc_write
 
 pytestmark = [pytest.mark.compat, requires_paimon]
 

@@ -33,7 +33,6 @@ from tests.compat.compat_rows import (
     lc_filtered_read,
     lc_read,
     lc_snapshots,
-    lc_write,
     matches,
     paimon_files,
     step,
@@ -41,6 +40,7 @@ from tests.compat.compat_rows import (
     wide_row,
 )
 from tests.compat.pypaimon_runner import canonical, paimon_script, requires_paimon
+from tests.core.helpers import write as lc_write
 
 pytestmark = [pytest.mark.compat, requires_paimon]
 

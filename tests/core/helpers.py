@@ -35,13 +35,12 @@ def write(table: FileStoreTable, *batches: pa.Table | dict[str, list[Any]],
     if overwrite is not None:
         wb.overwrite(overwrite)
     w = wb.new_write()
-    for b in batches:
-        if isinstance(b, dict):
-            b = pa.table(b)
-        w.write_arrow(b)
-    result = wb.new_commit().commit(w.prepare_commit())
-    w.close()
-    return result.snapshot_ids
+    try:
+        for b in batches:
+            w.write_arrow(pa.table(b) if isinstance(b, dict) else b)
+        return wb.new_commit().commit(w.prepare_commit()).snapshot_ids
+    finally:
+        w.close()
 
 
 def read(table: FileStoreTable, sort_by: str | list[str] | None = None, predicate=None,

@@ -294,13 +294,3 @@ def at(wh: Path, table: str = "db.t") -> dict[str, str]:
     """The ``warehouse`` / ``table`` fields of a command."""
     return {"warehouse": str(wh), "table": table}
 
-
-def lc_write(table: Any, data: pa.Table) -> None:
-    """One batch commit of ``data`` through lakecore's pypaimon-shaped write API."""
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    try:
-        w.write_arrow(data)
-        wb.new_commit().commit(w.prepare_commit())
-    finally:
-        w.close()

@@ -34,6 +34,7 @@ from lakecore.errors import (
     UnsupportedFeatureError,
 )
 from lakecore.maintenance.retention import ExpireConfig
+from tests.core.helpers import write
 from tests.javapaimon.client import (
     KV,
     PKV,
@@ -106,14 +107,8 @@ def same_rows(jp: JavaPaimon, wh: Path, **kw: Any) -> list[Row]:
 
 
 def lc_write(table: Any, rows: list[dict[str, Any]]) -> None:
-    schema = table.new_read_builder().read_type()
-    wb = table.new_batch_write_builder()
-    w = wb.new_write()
-    try:
-        w.write_arrow(pa.Table.from_pylist(rows, schema=schema))
-        wb.new_commit().commit(w.prepare_commit())
-    finally:
-        w.close()
+    """One lakecore batch commit of ``rows`` (dicts in the table's read type)."""
+    write(table, pa.Table.from_pylist(rows, schema=table.new_read_builder().read_type()))
 
 
 def compact_both_ways(jp: JavaPaimon, wh: Path) -> list[Row]:

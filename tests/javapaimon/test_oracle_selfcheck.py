@@ -25,6 +25,7 @@ import pytest
 
 from lakecore import CatalogFactory, Schema
 from lakecore.lock import lock_from_options
+from tests.core.helpers import write as lc_write
 from tests.javapaimon.client import (
     KV,
     PKV,
@@ -32,7 +33,6 @@ from tests.javapaimon.client import (
     JavaPaimonError,
     at,
     from_rows,
-    lc_write,
     paimon_fields,
     to_rows,
 )

@@ -36,11 +36,11 @@ import pyarrow as pa
 import pytest
 
 from lakecore import CatalogFactory, Schema
+from tests.core.helpers import write as lc_write
 from tests.javapaimon.client import (
     JavaPaimon,
     at,
     from_rows,
-    lc_write,
     paimon_fields,
     to_rows,
 )
