@@ -12,15 +12,13 @@ taken (a file that broke the rule would show it instead of failing as lakecore's
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import reduce
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F  # noqa: N812
 from pyspark.sql import types as T  # noqa: N812
 from pyspark.sql.types import BinaryType, StructField, StructType
@@ -28,6 +26,7 @@ from pyspark.sql.types import BinaryType, StructField, StructType
 from lakecore.io.formats import ORC
 from lakecore.read.deletion_vectors import read_vectors
 from lakecore.schema.types import to_arrow
+from lakecore.spark import jvm
 from lakecore.spark.deletion_filter import keep_filter
 from lakecore.spark.native_plan import NativeGroup, NativeReadPlan
 from lakecore.spark.spark_filters import to_column
@@ -61,34 +60,40 @@ def execute(spark: SparkSession, table: FileStoreTable, ref: TableRef, plan: Nat
 
 def _native(spark: SparkSession, table: FileStoreTable, group: NativeGroup,
             read_schema: StructType, plan: NativeReadPlan) -> DataFrame:
+    """One Spark scan of the group's files, in a few py4j calls however many files and
+    columns it has (``jvm``): the paths go as one string, the columns as SQL text."""
     file_schema = table.schema_of(group.schema_id)
     by_name = {f.name: f for f in file_schema.fields}
     scan_schema = spark_schema(pa.schema([
         pa.field(n, to_arrow(by_name[n].type), True) for n in group.file_columns]))
     paths = [spark_path(p) for p in group.paths]
     with _listing_on_driver(spark, paths):
-        reader = spark.read.schema(scan_schema).option("mergeSchema", "false")
-        df = reader.orc(paths) if group.format == ORC else reader.parquet(*paths)
+        df = jvm.read_files(spark, "orc" if group.format == ORC else "parquet", scan_schema,
+                            paths, {"mergeSchema": "false"})
     if group.deletion_files:
         df = _without_deleted(spark, table, df, group)
     fields = {f.name: f for f in read_schema.fields}
-    df = df.select([_column(c.name, c.file_name, c.cast, fields[c.name])
-                    for c in group.columns])
-    if plan.predicate is not None:
-        df = df.where(to_column(plan.predicate))
-    return df.select([_quoted(c) for c in plan.columns])
+    columns = [_column_sql(c.name, c.file_name, c.cast, fields[c.name]) for c in group.columns]
+    if plan.predicate is None:  # the read's columns are the group's
+        return jvm.select_sql(df, spark, columns)
+    df = jvm.select_sql(df, spark, columns).where(to_column(plan.predicate))
+    return jvm.select_sql(df, spark, [jvm.quoted(c) for c in plan.columns])
 
 
-def _column(name: str, file_name: str | None, cast: bool, field: StructField) -> Column:
+def _column_sql(name: str, file_name: str | None, cast: bool, field: StructField) -> str:
+    """One read column as SQL: the file's column (cast to the read type where it widened),
+    a null for a column added since; a NOT NULL column wrapped in ``coalesce`` with a constant
+    (module docstring)."""
+    t = field.dataType
     if file_name is None:
-        col = F.lit(None).cast(field.dataType)
+        expr = f"CAST(NULL AS {jvm.sql_type(t)})"
     else:
-        col = F.col(_quoted(file_name))
+        expr = jvm.quoted(file_name)
         if cast:
-            col = col.cast(field.dataType)
+            expr = f"CAST({expr} AS {jvm.sql_type(t)})"
     if not field.nullable:
-        col = F.coalesce(col, _constant(field.dataType))
-    return col.alias(name)
+        expr = f"coalesce({expr}, {_constant(t)})"
+    return f"{expr} AS {jvm.quoted(name)}"
 
 
 def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
@@ -102,7 +107,7 @@ def _without_deleted(spark: SparkSession, table: FileStoreTable, df: DataFrame,
     names = [n for n, p in positions.items() if len(p)]
     if not names:
         return df
-    keep = keep_filter(spark, group.files, positions)
+    keep = keep_filter(spark, df, group.files, positions)
     if keep is not None:
         return df.where(keep)
     deleted = pa.table({
@@ -136,32 +141,38 @@ def _one_per_row(group: list[bytes]) -> list[tuple[bytes]]:
     return [(blob,) for blob in group]
 
 
-def _constant(t: T.DataType) -> Column:
-    """Some constant of type ``t`` (the ``coalesce`` of a NOT NULL column)."""
+def _constant(t: T.DataType) -> str:
+    """Some constant of type ``t``, in SQL (the ``coalesce`` of a NOT NULL column)."""
     if isinstance(t, T.BooleanType):
-        value: object = False
-    elif isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType)):
-        value = 0
-    elif isinstance(t, (T.FloatType, T.DoubleType)):
-        value = 0.0
-    elif isinstance(t, T.DecimalType):
-        value = decimal.Decimal(0)
-    elif isinstance(t, T.StringType):
-        value = ""
-    elif isinstance(t, T.BinaryType):
-        value = bytearray()
-    elif isinstance(t, T.DateType):
-        value = dt.date(1970, 1, 1)
-    elif isinstance(t, (T.TimestampType, T.TimestampNTZType)):
-        return F.lit("1970-01-01 00:00:00").cast(t)
-    elif isinstance(t, T.ArrayType):
-        return F.array().cast(t)
-    elif isinstance(t, T.MapType):
-        return F.create_map().cast(t)
-    else:  # a struct: every field its own constant
-        assert isinstance(t, T.StructType)
-        return F.struct(*[_constant(f.dataType).alias(f.name) for f in t.fields])
-    return F.lit(value).cast(t)
+        return "FALSE"
+    if isinstance(t, T.DecimalType):  # a literal of the type's scale: the cast cannot fail
+        zero = "0BD" if t.scale == 0 else "0." + "0" * t.scale + "BD"
+        return f"CAST({zero} AS {jvm.sql_type(t)})"
+    if isinstance(t, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType,
+                      T.DoubleType)):
+        return f"CAST(0 AS {jvm.sql_type(t)})"
+    if isinstance(t, T.StringType):
+        return "''"
+    if isinstance(t, T.BinaryType):
+        return "X''"
+    if isinstance(t, T.DateType):
+        return "DATE'1970-01-01'"
+    if isinstance(t, T.TimestampNTZType):  # typed literals: a cast from a string may fail
+        return "TIMESTAMP_NTZ'1970-01-01 00:00:00'"
+    if isinstance(t, T.TimestampType):
+        return "TIMESTAMP_LTZ'1970-01-01 00:00:00Z'"
+    if isinstance(t, T.ArrayType):
+        return f"CAST(array() AS {jvm.sql_type(t)})"
+    if isinstance(t, T.MapType):
+        return f"CAST(map() AS {jvm.sql_type(t)})"
+    assert isinstance(t, T.StructType)  # every field its own constant
+    fields = ", ".join(f"{_string(f.name)}, {_constant(f.dataType)}" for f in t.fields)
+    return f"CAST(named_struct({fields}) AS {jvm.sql_type(t)})"
+
+
+def _string(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 @contextmanager
@@ -187,7 +198,3 @@ def spark_path(path: str) -> str:
     resolved against the cluster's default file system); a URI as it is (Spark must reach its
     scheme: an ``s3://`` warehouse needs Hadoop's S3 file system mapped to ``s3``)."""
     return path if "://" in path else "file://" + path
-
-
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"

@@ -150,21 +150,26 @@ def test_deletion_vectors_are_a_filter_in_the_scan_and_the_anti_join_agrees(
 def test_a_file_whose_size_differs_from_its_manifest_fails_the_read(
         spark, warehouse, monkeypatch):
     """Were a vector keyed by a size Spark never sees, its rows would come back: the read
-    fails instead."""
+    fails instead, naming the file."""
     import dataclasses
 
+    from lakecore.errors import CorruptFileError
     from lakecore.spark import native_read
 
     _dv_table(warehouse)
     real = native_read.keep_filter
+    wrong = []
 
-    def wrong_sizes(spark_, files, positions):
-        return real(spark_, [dataclasses.replace(f, file_size=f.file_size + 1)
-                             if f.deletion_file is not None else f for f in files], positions)
+    def wrong_sizes(spark_, scan, files, positions):
+        changed = [dataclasses.replace(f, file_size=f.file_size + 1)
+                   if f.deletion_file is not None else f for f in files]
+        wrong.extend(f.path for f in changed if f.deletion_file is not None)
+        return real(spark_, scan, changed, positions)
 
     monkeypatch.setattr(native_read, "keep_filter", wrong_sizes)
-    with pytest.raises(Exception, match="differs from its manifest entry"):
+    with pytest.raises(CorruptFileError, match="differs from its manifest entry") as failed:
         read_table(spark, warehouse, "db.dv").collect()
+    assert failed.value.path in wrong
 
 
 def test_the_filter_is_refused_where_a_size_cannot_name_one_file():
@@ -396,6 +401,34 @@ def test_types_read_natively_as_lakecore_reads_them(spark, warehouse):
             w = w.cast(pa.timestamp("us", tz=w.type.tz))
         assert _comparable(g.to_pylist()) == _comparable(w.to_pylist()), name
     assert [r["k"] for r in got.to_pylist()] == list(range(40))
+
+
+def test_not_null_columns_of_every_type_and_odd_names_keep_their_schema(spark, warehouse):
+    """Every NOT NULL column keeps its nullability through the scan (each type's constant in
+    ``coalesce``), and names that need quoting in SQL are read as they are."""
+    odd = pa.schema([pa.field("a`b c.d", pa.int64(), False),
+                     pa.field("st 2", pa.struct([("it's", pa.int32()), ("y z", pa.string())]),
+                              False)])
+    schema = pa.schema([f.with_nullable(False) for f in TYPES] + list(odd))
+    table = make_table(warehouse, schema, primary_keys=["k"], options={"bucket": "1"},
+                       name="db.notnull")
+    rows = [{**r, "a`b c.d": -r["k"], "st 2": {"it's": r["k"], "y z": "q'`\\"}}
+            for r in _typed_rows(12) if r["b"] is not None]
+    write(table, pa.Table.from_pylist(rows, schema=schema))
+    table.compact(full=True)
+    planned = plan_read(warehouse, "db.notnull")
+    assert planned.plan.merge_splits == () and planned.plan.groups
+    df = read_table(spark, warehouse, "db.notnull")
+    assert df.schema == _source_schema(spark, warehouse, "db.notnull")
+    assert not any(f.nullable for f in df.schema.fields)
+    got = df.toArrow().sort_by("k")
+    want = pa.Table.from_pylist(read(table, sort_by="k"), schema=schema)
+    for name in want.column_names:
+        g, w = got.column(name), want.column(name)
+        if pa.types.is_timestamp(w.type):
+            g = g.cast(pa.timestamp("us", tz=w.type.tz))
+            w = w.cast(pa.timestamp("us", tz=w.type.tz))
+        assert _comparable(g.to_pylist()) == _comparable(w.to_pylist()), name
 
 
 def test_a_type_spark_cannot_read_exactly_goes_the_python_way(spark, warehouse):
