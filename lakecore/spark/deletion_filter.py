@@ -107,17 +107,13 @@ def _build(spark: SparkSession, files: Sequence[RawFile],
         (np.uint64(sizes[name]) << np.uint64(32)) | np.asarray(p, dtype=np.uint64)
         for name, p in positions.items() if len(p)])
     # an array.array: pyroaring's fast path (a numpy array goes item by item)
-    deleted = _class(spark, BITMAP_CLASS)()
-    deleted.deserializePortable(_class(spark, "java.io.DataInputStream")(
-        _class(spark, "java.io.ByteArrayInputStream")(
+    deleted = jvm.java_class(spark, BITMAP_CLASS)()
+    deleted.deserializePortable(jvm.java_class(spark, "java.io.DataInputStream")(
+        jvm.java_class(spark, "java.io.ByteArrayInputStream")(
             bytearray(BitMap64(array("Q", keys.tobytes())).serialize()))))
     functions = jvm.handles(spark).functions
     row = functions.expr("shiftleft(_metadata.file_size, 32) | _metadata.row_index")
     return Column(getattr(functions, "not")(_contains(spark, deleted, BITMAP_CLASS, row)))
-
-
-def _class(spark: SparkSession, name: str) -> Any:
-    return jvm.java_class(spark, name)
 
 
 def _contains(spark: SparkSession, bitmap: Any, bitmap_class: str, key: Any) -> Any:
@@ -126,20 +122,20 @@ def _contains(spark: SparkSession, bitmap: Any, bitmap_class: str, key: Any) -> 
     with every task), and the plan's text shows "Broadcast(n)", not the bitmap's values (its
     toString runs to 512 KB)."""
     catalyst = "org.apache.spark.sql.catalyst.expressions."
-    invoke = _class(spark, catalyst + "objects.Invoke")
-    utils = _class(spark, "org.apache.spark.sql.classic.ExpressionUtils")
-    nil = _class(spark, "scala.collection.immutable.Nil$").__getattr__("MODULE$")
+    invoke = jvm.java_class(spark, catalyst + "objects.Invoke")
+    utils = jvm.java_class(spark, "org.apache.spark.sql.classic.ExpressionUtils")
+    nil = jvm.scala_object(spark, "scala.collection.immutable.Nil")
 
     def object_type(name: str) -> Any:
-        return _class(spark, "org.apache.spark.sql.types.ObjectType")(
-            _class(spark, "java.lang.Class").forName(name))
+        return jvm.java_class(spark, "org.apache.spark.sql.types.ObjectType")(
+            jvm.java_class(spark, "java.lang.Class").forName(name))
 
     handle = spark.sparkContext._jsc.broadcast(bitmap)
-    target = _class(spark, catalyst + "Literal").create(
+    target = jvm.java_class(spark, catalyst + "Literal").create(
         handle, object_type("org.apache.spark.broadcast.Broadcast"))
     # Invoke(target, method, type, arguments, input types, propagateNull, returnNullable,
     #        isDeterministic)
     value = invoke(target, "value", object_type(bitmap_class), nil, nil, True, False, True)
-    boolean = _class(spark, "org.apache.spark.sql.types.BooleanType$").__getattr__("MODULE$")
+    boolean = jvm.scala_object(spark, "org.apache.spark.sql.types.BooleanType")
     argument = getattr(nil, "$colon$colon")(utils.expression(key))  # a one-element List
     return utils.column(invoke(value, "contains", boolean, argument, nil, True, False, True))

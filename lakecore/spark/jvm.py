@@ -7,8 +7,9 @@ costs one per element: a native read of 40 files and 7 columns made 668 calls, 0
 of driver time against a 3 s scan, and a read of 10,000 files would spend seconds on its
 paths alone. So a read is built from:
 
-* JVM classes looked up once per gateway (``handles``: a package path such as
-  ``jvm.org.apache.spark`` costs a call per segment);
+* JVM classes named (``java_class``), not looked up through py4j's package views (a path
+  such as ``jvm.org.apache.spark`` costs a call per segment), and the compiled splitter kept
+  per gateway (``handles``);
 * a list of strings sent as one string, split in the JVM (``string_seq``);
 * projections as SQL text, one ``selectExpr`` for all columns (``select_sql``).
 
@@ -31,7 +32,7 @@ _SEPARATOR = "\u0000"
 
 @dataclass(frozen=True)
 class Handles:
-    """The JVM classes and objects a read uses, looked up once per gateway."""
+    """The JVM classes and objects a read uses, made once per gateway."""
 
     functions: Any  # org.apache.spark.sql.functions
     python_utils: Any  # org.apache.spark.api.python.PythonUtils
@@ -44,17 +45,17 @@ _HANDLES: dict[int, tuple[Any, Handles]] = {}
 
 def handles(spark: SparkSession) -> Handles:
     """The session's ``Handles`` (looked up on its gateway's first use)."""
-    jvm: Any = spark._jvm
-    held = _HANDLES.get(id(jvm))
-    if held is None or held[0] is not jvm:
-        regex = jvm.java.util.regex.Pattern
-        held = (jvm, Handles(
-            functions=jvm.org.apache.spark.sql.functions,
-            python_utils=jvm.org.apache.spark.api.python.PythonUtils,
-            array_seq=jvm.scala.collection.immutable.ArraySeq,
+    view: Any = spark._jvm
+    held = _HANDLES.get(id(view))
+    if held is None or held[0] is not view:
+        regex = java_class(spark, "java.util.regex.Pattern")
+        held = (view, Handles(
+            functions=java_class(spark, "org.apache.spark.sql.functions"),
+            python_utils=java_class(spark, "org.apache.spark.api.python.PythonUtils"),
+            array_seq=java_class(spark, "scala.collection.immutable.ArraySeq"),
             splitter=regex.compile(_SEPARATOR, regex.LITERAL),
         ))
-        _HANDLES[id(jvm)] = held  # the entry holds its JVM view: its id is not reused
+        _HANDLES[id(view)] = held  # the entry holds its JVM view: its id is not reused
     return held[1]
 
 
@@ -65,6 +66,11 @@ def java_class(spark: SparkSession, name: str) -> Any:
 
     view: Any = spark._jvm
     return JavaClass(name, view._gateway_client)
+
+
+def scala_object(spark: SparkSession, name: str) -> Any:
+    """The Scala ``object`` ``name`` (fully qualified): its class ``name$``'s ``MODULE$``."""
+    return java_class(spark, name + "$").__getattr__("MODULE$")
 
 
 def string_seq(spark: SparkSession, values: Sequence[str]) -> Any:

@@ -381,6 +381,21 @@ def _comparable(values):
             for v in values]
 
 
+def _assert_same_values(df, table, schema):
+    """``df`` (Spark's read) holds lakecore's rows of ``table``, column by column (timestamps
+    compared in microseconds, Spark's unit); Spark's rows sorted by ``k``, returned."""
+    got = df.toArrow().sort_by("k")
+    want = pa.Table.from_pylist(read(table, sort_by="k"), schema=schema)
+    assert got.column_names == want.column_names
+    for name in want.column_names:
+        g, w = got.column(name), want.column(name)
+        if pa.types.is_timestamp(w.type):
+            g = g.cast(pa.timestamp("us", tz=w.type.tz))
+            w = w.cast(pa.timestamp("us", tz=w.type.tz))
+        assert _comparable(g.to_pylist()) == _comparable(w.to_pylist()), name
+    return got
+
+
 def test_types_read_natively_as_lakecore_reads_them(spark, warehouse):
     table = make_table(warehouse, TYPES, primary_keys=["k"], options={"bucket": "2"},
                        name="db.types")
@@ -391,15 +406,7 @@ def test_types_read_natively_as_lakecore_reads_them(spark, warehouse):
     assert planned.plan.merge_splits == () and planned.plan.groups
     df = read_table(spark, warehouse, "db.types")
     assert df.schema == _source_schema(spark, warehouse, "db.types")
-    got = df.toArrow().sort_by("k")
-    want = pa.Table.from_pylist(read(table, sort_by="k"), schema=TYPES)
-    assert got.column_names == want.column_names
-    for name in want.column_names:
-        g, w = got.column(name), want.column(name)
-        if pa.types.is_timestamp(w.type):
-            g = g.cast(pa.timestamp("us", tz=w.type.tz))
-            w = w.cast(pa.timestamp("us", tz=w.type.tz))
-        assert _comparable(g.to_pylist()) == _comparable(w.to_pylist()), name
+    got = _assert_same_values(df, table, TYPES)
     assert [r["k"] for r in got.to_pylist()] == list(range(40))
 
 
@@ -421,14 +428,7 @@ def test_not_null_columns_of_every_type_and_odd_names_keep_their_schema(spark, w
     df = read_table(spark, warehouse, "db.notnull")
     assert df.schema == _source_schema(spark, warehouse, "db.notnull")
     assert not any(f.nullable for f in df.schema.fields)
-    got = df.toArrow().sort_by("k")
-    want = pa.Table.from_pylist(read(table, sort_by="k"), schema=schema)
-    for name in want.column_names:
-        g, w = got.column(name), want.column(name)
-        if pa.types.is_timestamp(w.type):
-            g = g.cast(pa.timestamp("us", tz=w.type.tz))
-            w = w.cast(pa.timestamp("us", tz=w.type.tz))
-        assert _comparable(g.to_pylist()) == _comparable(w.to_pylist()), name
+    _assert_same_values(df, table, schema)
 
 
 def test_a_type_spark_cannot_read_exactly_goes_the_python_way(spark, warehouse):
