@@ -3,7 +3,23 @@
 A native scan of deletion-vector files must drop the rows the vectors mark. An anti-join of
 the scan with the deleted (file, row index) pairs is correct everywhere but slow: probing a
 relation of a million keys costs Spark more than the scan itself (docs/spark-datasource.md,
-"Native reads, measured"). Instead each row is tested against its file's vector where it is:
+"Native reads, measured"). Instead each row is tested against its file's vector where it is.
+
+Where the files with deleted rows hold up to ``DENSE_MAX_ROWS`` rows (a bitmap of 8 MiB),
+the test is a bit of a dense bitmap, one bit per row of those files, each file's rows from
+its ``offset``:
+
+    NOT (words[(offset + _metadata.row_index) >> 6] >>> (offset + _metadata.row_index)) & 1
+    with offset = offsets[binarySearch(sizes, _metadata.file_size)]
+
+``words`` and ``offsets`` are array literals (``UnsafeArrayData``: the generated code reads
+them in place; the plan's text names them, it does not print them), ``sizes`` the sorted
+sizes of those files (a ``long[]`` for ``java.util.Arrays.binarySearch``; a file without
+deleted rows is not found, its ``offset`` is null and every row is kept). Per row that is a
+binary search whose branches repeat for a whole file, two array reads and a few shifts. The
+bitmap's words are shipped with the plan, once per stage.
+
+Beyond that, a sparse structure:
 
     NOT deleted.contains(_metadata.file_size << 32 | _metadata.row_index)
 
@@ -11,10 +27,12 @@ relation of a million keys costs Spark more than the scan itself (docs/spark-dat
 Spark ships RoaringBitmap; Paimon's vectors are RoaringBitmaps too) of every deleted row's key,
 its file's size in the high 32 bits and its position in the low. It is a Spark broadcast
 variable, named by an object literal in the plan: it reaches each executor once, and the
-driver makes it with a few dozen py4j calls whatever the number of files (``jvm``).
+driver makes it with a few dozen py4j calls whatever the number of files (``jvm``). Per row
+it costs about twice the dense test (docs/spark-datasource.md): a lookup in a ``TreeMap`` of
+files and a search in a container.
+
 ``_metadata.file_size`` and ``_metadata.row_index`` are constant or generated per batch by
-Spark's Parquet reader: no string is built per row, and a lookup reads a bitmap container
-that stays in the CPU's cache while a file is read.
+Spark's Parquet reader: no string is built per row.
 
 The file's size is the key because it is a number Spark has for every row; the planner's size
 of each file (its manifest entry) must therefore name it alone, and be the file's real size.
@@ -46,6 +64,9 @@ from lakecore.spark import jvm
 
 INT_MAX = 2**31 - 1
 BITMAP_CLASS = "org.roaringbitmap.longlong.Roaring64NavigableMap"
+# the dense bitmap's rows at most (its words ride in the plan: 8 MiB)
+DENSE_MAX_ROWS = 1 << 26
+_CATALYST = "org.apache.spark.sql.catalyst.expressions."
 
 
 def usable(files: Sequence[RawFile], positions: Mapping[str, np.ndarray]) -> bool:
@@ -74,9 +95,91 @@ def keep_filter(spark: SparkSession, scan: DataFrame, files: Sequence[RawFile],
     if listed != sum(f.file_size for f in files):
         _raise_for_size(index, files)
     try:
+        if dense_rows(files, positions) <= DENSE_MAX_ROWS:
+            return _dense(spark, files, positions)
         return _build(spark, files, positions)
     except Exception:
         return None
+
+
+def dense_rows(files: Sequence[RawFile], positions: Mapping[str, np.ndarray]) -> int:
+    """The dense bitmap's length: the rows of the files with deleted rows."""
+    return sum(f.row_count for f in files if len(positions.get(f.file_name, ())))
+
+
+def dense_words(files: Sequence[RawFile], positions: Mapping[str, np.ndarray]
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The dense bitmap of ``files``' deleted rows: the sorted sizes of the files with deleted
+    rows, each one's first bit (``offsets``) and the bitmap's 64-bit ``words`` (bit ``i`` of
+    the bitmap is bit ``i % 64`` of word ``i // 64``). A position past its file's rows names
+    no row and is left out (it would mark the next file's)."""
+    deleted = sorted((f for f in files if len(positions.get(f.file_name, ()))),
+                     key=lambda f: f.file_size)
+    counts = np.array([f.row_count for f in deleted], dtype=np.int64)
+    offsets = np.zeros(len(deleted), dtype=np.int64)
+    np.cumsum(counts[:-1], out=offsets[1:])
+    bits = np.zeros(-(-int(counts.sum()) // 64) * 64, dtype=np.bool_)
+    for f, first in zip(deleted, offsets.tolist(), strict=True):
+        p = np.asarray(positions[f.file_name], dtype=np.int64)
+        bits[first + p[(p >= 0) & (p < f.row_count)]] = True
+    words = np.packbits(bits, bitorder="little").view("<i8")
+    sizes = np.array([f.file_size for f in deleted], dtype=np.int64)
+    return sizes, offsets, words
+
+
+def _dense(spark: SparkSession, files: Sequence[RawFile],
+           positions: Mapping[str, np.ndarray]) -> Column:
+    """The dense filter (module docstring) from Catalyst's expressions, in about thirty py4j
+    calls; each array crosses as one byte string."""
+    sizes, offsets, words = dense_words(files, positions)
+    x = _CATALYST
+    long_type = jvm.scala_object(spark, "org.apache.spark.sql.types.LongType")
+    int_type = jvm.scala_object(spark, "org.apache.spark.sql.types.IntegerType")
+    nil = jvm.scala_object(spark, "scala.collection.immutable.Nil")
+    none = jvm.scala_object(spark, "scala.None")
+    unsafe = jvm.java_class(spark, x + "UnsafeArrayData")
+    start = jvm.java_class(spark, "org.apache.spark.unsafe.Platform").BYTE_ARRAY_OFFSET
+    literal = jvm.java_class(spark, x + "Literal")
+    constant = jvm.scala_object(spark, x + "Literal").apply  # an int's literal
+    utils = jvm.java_class(spark, "org.apache.spark.sql.classic.ExpressionUtils")
+    functions = jvm.handles(spark).functions
+
+    def longs(values: np.ndarray) -> Any:  # an UnsafeArrayData of the values, in 1 call
+        return unsafe.fromPrimitiveArray(bytearray(values.astype("=i8").tobytes()), start,
+                                         len(values), 8)
+
+    def array(values: np.ndarray) -> Any:
+        return literal(longs(values), jvm.java_class(
+            spark, "org.apache.spark.sql.types.ArrayType")(long_type, False))
+
+    def seq(*items: Any) -> Any:
+        out = nil
+        for item in reversed(items):
+            out = getattr(out, "$colon$colon")(item)
+        return out
+
+    def metadata(field: str) -> Any:
+        return utils.expression(functions.expr(f"_metadata.{field}"))
+
+    long_array = jvm.java_class(spark, "org.apache.spark.sql.types.ObjectType")(
+        jvm.java_class(spark, "java.lang.Class").forName("[J"))
+    found = jvm.java_class(spark, x + "objects.StaticInvoke")(
+        jvm.java_class(spark, "java.lang.Class").forName("java.util.Arrays"), int_type,
+        "binarySearch", seq(literal.create(longs(sizes).toLongArray(), long_array),
+                            metadata("file_size")),
+        nil, True, False, True, none)
+    item = jvm.java_class(spark, x + "GetArrayItem")  # (array, index, failOnError)
+    row = jvm.java_class(spark, x + "Add")(item(array(offsets), found, False),
+                                           metadata("row_index"))
+    cast = jvm.java_class(spark, x + "Cast")
+    word = item(array(words), cast(jvm.java_class(spark, x + "ShiftRight")(
+        row, constant(6)), int_type, none), False)
+    one = cast(constant(1), long_type, none)  # folded into a bigint literal
+    bit = jvm.java_class(spark, x + "BitwiseAnd")(
+        jvm.java_class(spark, x + "ShiftRightUnsigned")(word, cast(row, int_type, none)), one)
+    # a row of a file without deleted rows: its offset is null, and null <=> 1 is false
+    gone = jvm.java_class(spark, x + "EqualNullSafe")(bit, one)
+    return Column(utils.column(jvm.java_class(spark, x + "Not")(gone)))
 
 
 def _raise_for_size(index: Any, files: Sequence[RawFile]) -> None:

@@ -133,14 +133,36 @@ def _dv_table(warehouse, name="db.dv"):
 
 def test_deletion_vectors_are_a_filter_in_the_scan_and_the_anti_join_agrees(
         spark, warehouse, monkeypatch):
-    from lakecore.spark import native_read
+    from lakecore.spark import deletion_filter, native_read
 
     table, data = _dv_table(warehouse)
+    plan = plan_read(warehouse, "db.dv").plan
+    assert any(f.deletion_file is None for f in plan.native_files)  # clean files kept whole
+    assert any(f.deletion_file is not None for f in plan.native_files)
     df = read_table(spark, warehouse, "db.dv")
     executed = df._jdf.queryExecution().executedPlan().toString()
+    # the dense bitmap: a search of the file's size and the words, no join
+    assert "Join" not in executed and "binarySearch" in executed and "contains" not in executed
+    assert "UnsafeArrayData" in executed and len(executed) < 20_000  # named, not printed
+    assert _rows(df) == h.model(data)
+    # evaluated without generated code too (Spark falls back to it for very wide rows)
+    interpreted = {"spark.sql.codegen.wholeStage": "false",
+                   "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+    before = {k: spark.conf.get(k, None) for k in interpreted}
+    try:
+        for k, v in interpreted.items():
+            spark.conf.set(k, v)
+        assert _rows(read_table(spark, warehouse, "db.dv")) == h.model(data)
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+    # the sparse bitmap, where the dense one would be too large
+    monkeypatch.setattr(deletion_filter, "DENSE_MAX_ROWS", 0)
+    sparse = read_table(spark, warehouse, "db.dv")
+    executed = sparse._jdf.queryExecution().executedPlan().toString()
     assert "Join" not in executed and "contains" in executed  # the bitmap filter, no join
     assert "Broadcast(" in executed and len(executed) < 20_000  # a handle, not the positions
-    assert _rows(df) == h.model(data)
+    assert _rows(sparse) == h.model(data)
     monkeypatch.setattr(native_read, "keep_filter", lambda *a: None)  # as when not usable
     joined = read_table(spark, warehouse, "db.dv")
     assert "Join" in joined._jdf.queryExecution().executedPlan().toString()
@@ -170,6 +192,27 @@ def test_a_file_whose_size_differs_from_its_manifest_fails_the_read(
     with pytest.raises(CorruptFileError, match="differs from its manifest entry") as failed:
         read_table(spark, warehouse, "db.dv").collect()
     assert failed.value.path in wrong
+
+
+def test_the_dense_bitmap_marks_each_files_deleted_rows_from_its_offset():
+    import numpy as np
+
+    from lakecore.read.raw_convertible import RawFile
+    from lakecore.spark.deletion_filter import dense_rows, dense_words
+
+    def raw(name, size, rows):
+        return RawFile(f"/w/{name}", name, "parquet", 0, rows, size, (), 0, None)  # type: ignore[arg-type]
+
+    files = [raw("a", 300, 70), raw("b", 100, 10), raw("c", 200, 1000)]
+    # b: the last row and one past the file (names no row); c: no deleted rows
+    positions = {"a": np.array([0, 63, 64, 69]), "b": np.array([9, 10]),
+                 "c": np.array([], dtype=np.int64)}
+    assert dense_rows(files, positions) == 80  # c's rows need no bits
+    sizes, offsets, words = dense_words(files, positions)
+    assert sizes.tolist() == [100, 300]  # sorted, for the search
+    assert offsets.tolist() == [0, 10]  # b's rows first, then a's
+    bits = np.unpackbits(words.view(np.uint8), bitorder="little")
+    assert len(bits) == 128 and np.flatnonzero(bits).tolist() == [9, 10, 73, 74, 79]
 
 
 def test_the_filter_is_refused_where_a_size_cannot_name_one_file():
