@@ -41,6 +41,10 @@ ROW = "__lakecore_row"
 # JVM's hashed relation); more are left to Spark's own choice of join
 BROADCAST_MAX_ROWS = 4_000_000
 LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+# Spark's reader option (DataSource.GLOB_PATHS_KEY) that takes each path as it is: a data
+# file's path is a name, never a pattern; globbed, a warehouse under a directory named with
+# "[", "{", "*" or "?" would match nothing (PATH_NOT_FOUND)
+GLOB_PATHS = "__globPaths__"
 
 
 def execute(spark: SparkSession, table: FileStoreTable, ref: TableRef, plan: NativeReadPlan,
@@ -69,7 +73,7 @@ def _native(spark: SparkSession, table: FileStoreTable, group: NativeGroup,
     paths = [spark_path(p) for p in group.paths]
     with _listing_on_driver(spark, paths):
         df = jvm.read_files(spark, "orc" if group.format == ORC else "parquet", scan_schema,
-                            paths, {"mergeSchema": "false"})
+                            paths, {"mergeSchema": "false", GLOB_PATHS: "false"})
     if group.deletion_files:
         df = _without_deleted(spark, table, df, group)
     fields = {f.name: f for f in read_schema.fields}

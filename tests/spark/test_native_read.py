@@ -266,6 +266,18 @@ def test_append_table_is_read_natively(spark, warehouse):
         assert got == [r for r in want if keep(r["s"])] and any(r["s"] is None for r in got)
 
 
+def test_a_warehouse_whose_path_looks_like_a_glob_is_read_natively(spark, tmp_path):
+    """The scan's paths are names: Spark would take "[1]" or "{a,b}" in them as a pattern
+    and find no file."""
+    warehouse = str(tmp_path / "lake[1]{a,b}")
+    table = make_table(warehouse, APPEND, options={"bucket": "-1"}, name="db.log")
+    batch = _append_rows(0, 50, 0)
+    write(table, batch)
+    assert plan_read(warehouse, "db.log").plan.native_files
+    got = _rows(read_table(spark, warehouse, "db.log"), ["id"])
+    assert got == sorted(batch.to_pylist(), key=lambda r: r["id"])
+
+
 def test_many_files_are_read_without_a_listing_job(spark, warehouse):
     """More than 32 local files: Spark would start a job to look them up; the scan is made
     with the lookup on the driver, and the session's setting is as it was afterwards."""
