@@ -152,21 +152,14 @@ def _dense(spark: SparkSession, files: Sequence[RawFile],
         return literal(longs(values), jvm.java_class(
             spark, "org.apache.spark.sql.types.ArrayType")(long_type, False))
 
-    def seq(*items: Any) -> Any:
-        out = nil
-        for item in reversed(items):
-            out = getattr(out, "$colon$colon")(item)
-        return out
-
     def metadata(field: str) -> Any:
         return utils.expression(functions.expr(f"_metadata.{field}"))
 
-    long_array = jvm.java_class(spark, "org.apache.spark.sql.types.ObjectType")(
-        jvm.java_class(spark, "java.lang.Class").forName("[J"))
     found = jvm.java_class(spark, x + "objects.StaticInvoke")(
         jvm.java_class(spark, "java.lang.Class").forName("java.util.Arrays"), int_type,
-        "binarySearch", seq(literal.create(longs(sizes).toLongArray(), long_array),
-                            metadata("file_size")),
+        "binarySearch", _scala_list(
+            spark, literal.create(longs(sizes).toLongArray(), _object_type(spark, "[J")),
+            metadata("file_size")),
         nil, True, False, True, none)
     item = jvm.java_class(spark, x + "GetArrayItem")  # (array, index, failOnError)
     row = jvm.java_class(spark, x + "Add")(item(array(offsets), found, False),
@@ -180,6 +173,20 @@ def _dense(spark: SparkSession, files: Sequence[RawFile],
     # a row of a file without deleted rows: its offset is null, and null <=> 1 is false
     gone = jvm.java_class(spark, x + "EqualNullSafe")(bit, one)
     return Column(utils.column(jvm.java_class(spark, x + "Not")(gone)))
+
+
+def _scala_list(spark: SparkSession, *items: Any) -> Any:
+    """``items`` as a Scala ``List`` (Catalyst's argument lists)."""
+    out = jvm.scala_object(spark, "scala.collection.immutable.Nil")
+    for item in reversed(items):
+        out = getattr(out, "$colon$colon")(item)
+    return out
+
+
+def _object_type(spark: SparkSession, name: str) -> Any:
+    """Catalyst's ``ObjectType`` of the JVM class ``name`` (``[J``: a ``long[]``)."""
+    return jvm.java_class(spark, "org.apache.spark.sql.types.ObjectType")(
+        jvm.java_class(spark, "java.lang.Class").forName(name))
 
 
 def _raise_for_size(index: Any, files: Sequence[RawFile]) -> None:
@@ -224,21 +231,16 @@ def _contains(spark: SparkSession, bitmap: Any, bitmap_class: str, key: Any) -> 
     a broadcast variable, the literal holds its handle: each executor fetches it once (not
     with every task), and the plan's text shows "Broadcast(n)", not the bitmap's values (its
     toString runs to 512 KB)."""
-    catalyst = "org.apache.spark.sql.catalyst.expressions."
-    invoke = jvm.java_class(spark, catalyst + "objects.Invoke")
+    invoke = jvm.java_class(spark, _CATALYST + "objects.Invoke")
     utils = jvm.java_class(spark, "org.apache.spark.sql.classic.ExpressionUtils")
     nil = jvm.scala_object(spark, "scala.collection.immutable.Nil")
-
-    def object_type(name: str) -> Any:
-        return jvm.java_class(spark, "org.apache.spark.sql.types.ObjectType")(
-            jvm.java_class(spark, "java.lang.Class").forName(name))
-
     handle = spark.sparkContext._jsc.broadcast(bitmap)
-    target = jvm.java_class(spark, catalyst + "Literal").create(
-        handle, object_type("org.apache.spark.broadcast.Broadcast"))
+    target = jvm.java_class(spark, _CATALYST + "Literal").create(
+        handle, _object_type(spark, "org.apache.spark.broadcast.Broadcast"))
     # Invoke(target, method, type, arguments, input types, propagateNull, returnNullable,
     #        isDeterministic)
-    value = invoke(target, "value", object_type(bitmap_class), nil, nil, True, False, True)
+    value = invoke(target, "value", _object_type(spark, bitmap_class), nil, nil, True, False,
+                   True)
     boolean = jvm.scala_object(spark, "org.apache.spark.sql.types.BooleanType")
-    argument = getattr(nil, "$colon$colon")(utils.expression(key))  # a one-element List
+    argument = _scala_list(spark, utils.expression(key))
     return utils.column(invoke(value, "contains", boolean, argument, nil, True, False, True))
