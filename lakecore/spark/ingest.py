@@ -163,7 +163,7 @@ def ingest_dataframe(
                                       request.parallelism, acc, pieces=pieces)
 
     return _ingest(spark, table, warehouse, request, catalog_options, stage, plan,
-                   lambda: source_arrow_schema(df.schema))
+                   lambda: source_arrow_schema(df.schema), rows_from_spark=True)
 
 
 def ingest_parquet(
@@ -199,7 +199,7 @@ def ingest_parquet(
                                       request.parallelism, acc, pieces=pieces)
 
     return _ingest(spark, table, warehouse, request, catalog_options, stage, plan,
-                   source_schema)
+                   source_schema, rows_from_spark=False)
 
 
 def evolve_for_source(table: FileStoreTable, source: pa.Schema, warehouse: str,
@@ -249,6 +249,7 @@ def _ingest(
     stage: Stage,
     plan: Callable[[FileStoreTable, TableRef, Static], Callable[[object], DataFrame]],
     source_schema: Callable[[], pa.Schema],
+    rows_from_spark: bool,
 ) -> IngestResult:
     base = IngestResult(table.identifier, request.commit_user, request.commit_identifier)
     if already_committed(table, request):
@@ -265,7 +266,8 @@ def _ingest(
     static = tuple(sorted((k, str(v)) for k, v in (request.overwrite_partition or {}).items()))
     make_plan = plan(table, ref, static or None)  # validates the source: nothing written yet
     with stage("write"):
-        messages, rows = run_write_stage(spark, table, ref, request.commit_user, make_plan)
+        messages, rows = run_write_stage(spark, table, ref, request.commit_user, make_plan,
+                                        rows_from_spark)
     stats = FileStats.of(messages)
     log.info("wrote %d rows -> %d files, %d bytes in %d bucket(s)", rows, stats.files,
              stats.bytes, stats.buckets)

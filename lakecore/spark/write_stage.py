@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 
 from lakecore.commit.file_store_commit import FileStoreCommit
 from lakecore.commit.message import CommitMessage
+from lakecore.spark import ARROW_BYTES_CONF, NO_ARROW_BYTE_CAP
 from lakecore.spark.file_source import UNIT_DDL, FileSplitTask, ParquetSource, read_units
 from lakecore.spark.messages import (
     decode_all,
@@ -34,31 +35,42 @@ from lakecore.write.routing import AssignerChannels
 
 log = logging.getLogger("lakecore.spark.ingest")
 PlanMaker = Callable[[object], DataFrame]
-# Spark's defaults, and what the ingest uses while the session keeps them: bigger batches
-# into stage 1 (fewer round trips), and a byte cap so a batch of shuffled pieces stays small:
-# at 4 MiB the JVM streams a write task's pieces to Python while it reads the next shuffle
-# blocks, where with one batch per task (it was 256 MiB) each side waited for the other
-# (measured on the 10M-row ingest bench: the write stage 3.2 -> 2.1 s, 8 % less CPU).
-_ARROW_CONF = {
-    "spark.sql.execution.arrow.maxRecordsPerBatch": ("10000", "100000"),
-    "spark.sql.execution.arrow.maxBytesPerBatch": ("2147483647", str(4 << 20)),
-}
+# What the ingest sets while it runs, where the session leaves a setting alone (unset, or at
+# the value named here; ``register`` sets the byte cap to Spark's "no cap"): bigger batches
+# into stage 1 (fewer round trips), and, when stage 1 reads files itself (its input rows are a
+# few file units), a byte cap so a batch of shuffled pieces stays small: at 4 MiB the JVM
+# streams a write task's pieces to Python while it reads the next shuffle blocks, where with
+# one batch per task (it was 256 MiB) each side waited for the other (measured on the 10M-row
+# ingest bench: the write stage 3.2 -> 2.1 s, 8 % less CPU). When stage 1 is fed the source's
+# rows by Spark there is no cap: Spark sizes a capped batch after every row it adds, which
+# cost more than the streaming saved (10M-row ingest_dataframe: 10.9 s with 4 MiB, 8.0 s
+# without).
+_RECORDS_CONF = "spark.sql.execution.arrow.maxRecordsPerBatch"
+_ARROW_RECORDS = ("10000", "100000")  # (Spark's default, the ingest's)
+_PIECE_BYTES = str(4 << 20)
 
 
 @contextmanager
-def arrow_batches(spark: SparkSession) -> Iterator[None]:
-    """Apply ``_ARROW_CONF`` where the session has Spark's default; restore afterwards."""
-    changed: dict[str, str] = {}
-    for key, (default, ours) in _ARROW_CONF.items():
-        current = spark.conf.get(key, default)
-        if current == default:
+def arrow_batches(spark: SparkSession, rows_from_spark: bool) -> Iterator[None]:
+    """The ingest's Arrow batch settings (above) where the session leaves them alone;
+    restored afterwards. ``rows_from_spark``: stage 1 is fed the source's rows by Spark."""
+    wanted = {_RECORDS_CONF: _ARROW_RECORDS,
+              ARROW_BYTES_CONF: (NO_ARROW_BYTE_CAP,
+                                 NO_ARROW_BYTE_CAP if rows_from_spark else _PIECE_BYTES)}
+    changed: dict[str, str | None] = {}
+    for key, (default, ours) in wanted.items():
+        current = spark.conf.get(key, None)
+        if current is None or current == default:
             spark.conf.set(key, ours)
             changed[key] = current
     try:
         yield
     finally:
         for key, value in changed.items():
-            spark.conf.set(key, value)
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 Static = tuple[tuple[str, str], ...] | None
@@ -117,14 +129,15 @@ def write_plan(table: FileStoreTable, ref: TableRef, commit_user: str, static: S
 
 def run_write_stage(
     spark: SparkSession, table: FileStoreTable, ref: TableRef, commit_user: str,
-    make_plan: PlanMaker,
+    make_plan: PlanMaker, rows_from_spark: bool,
 ) -> tuple[list[CommitMessage], int]:
     """Every task's messages and the rows written; on failure, no file of this job is left
-    that a finished task reported. ``make_plan(accumulator)`` builds the ``write_plan``."""
+    that a finished task reported. ``make_plan(accumulator)`` builds the ``write_plan``;
+    ``rows_from_spark``: its stage 1 is fed the source's rows by Spark (``arrow_batches``)."""
     acc = message_accumulator(spark.sparkContext)
     plan = make_plan(acc)
     try:
-        with arrow_batches(spark):
+        with arrow_batches(spark, rows_from_spark):
             rows = plan.collect()
     except Exception as e:
         orphans = decode_all(acc.value)

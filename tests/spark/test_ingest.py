@@ -154,3 +154,46 @@ def test_append_table_without_buckets(spark, warehouse, tmp_path):
     result = ingest_dataframe(spark, df, table, warehouse, IngestRequest(1, "u"))
     assert result.rows == 100 and len(result.snapshot_ids) == 1
     assert sorted(r["x"] for r in read(table)) == list(range(100))
+
+
+BYTES = "spark.sql.execution.arrow.maxBytesPerBatch"
+RECORDS = "spark.sql.execution.arrow.maxRecordsPerBatch"
+
+
+@pytest.mark.parametrize("rows_from_spark, cap", [(True, "2147483647"), (False, "4194304")])
+def test_the_ingest_sets_its_arrow_batches_only_while_it_runs(spark, rows_from_spark, cap):
+    """Fed the source's rows, the ingest lifts Spark's byte cap (Spark would size the batch
+    after every row); reading files itself, it caps stage 2's batches of pieces at 4 MiB. The
+    session's own settings come back after, unset ones unset, and one it set is kept."""
+    from lakecore.spark.write_stage import arrow_batches
+
+    before = {k: spark.conf.get(k, None) for k in (BYTES, RECORDS)}
+    try:
+        spark.conf.unset(BYTES)
+        spark.conf.unset(RECORDS)
+        with arrow_batches(spark, rows_from_spark):
+            assert (spark.conf.get(BYTES), spark.conf.get(RECORDS)) == (cap, "100000")
+        assert (spark.conf.get(BYTES, None), spark.conf.get(RECORDS, None)) == (None, None)
+        spark.conf.set(BYTES, "16m")
+        spark.conf.set(RECORDS, "5000")
+        with arrow_batches(spark, rows_from_spark):
+            assert (spark.conf.get(BYTES), spark.conf.get(RECORDS)) == ("16m", "5000")
+        assert (spark.conf.get(BYTES), spark.conf.get(RECORDS)) == ("16m", "5000")
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+
+
+def test_an_ingest_under_a_byte_cap_of_the_sessions_own_writes_every_row(
+        spark, warehouse, tmp_path):
+    """A session's own small byte cap is kept (many small batches into both stages)."""
+    table = h.create(warehouse)
+    data = h.batches(2)
+    before = spark.conf.get(BYTES, None)
+    spark.conf.set(BYTES, "4k")
+    try:
+        for ident, b in enumerate(data, start=1):
+            _ingest(spark, table, warehouse, b, ident, tmp_path)
+    finally:
+        spark.conf.unset(BYTES) if before is None else spark.conf.set(BYTES, before)
+    assert h.rows(table) == h.model(data)
