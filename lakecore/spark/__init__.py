@@ -23,7 +23,7 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # Spark 4.1+ caps each Arrow batch it hands a Python worker by bytes as well as rows
 # (SPARK-51316; PySpark 4.3's default 64 MiB), and to keep to the cap it sizes the batch after
 # every row it adds: 55 % of the JVM's time in a ``df.write.format("lakecore")`` (JFR
-# profile, 10M rows; docs/spark-datasource.md, "Writes"). Int.MaxValue is Spark's "no cap",
+# profile, 10M rows; docs/spark-datasource.md, "Batch write"). Int.MaxValue is Spark's "no cap",
 # the one value for which it skips the sizing: batches are then bounded by
 # ``spark.sql.execution.arrow.maxRecordsPerBatch`` (10,000 rows) alone.
 ARROW_BYTES_CONF = "spark.sql.execution.arrow.maxBytesPerBatch"
@@ -44,9 +44,9 @@ def register(spark: Any, filter_pushdown: bool = True, arrow_byte_cap: bool = Fa
     Without ``arrow_byte_cap`` (the default), a session that leaves
     ``spark.sql.execution.arrow.maxBytesPerBatch`` unset gets Spark's "no cap" for it
     (``ARROW_BYTES_CONF``): Spark then stops sizing every row it hands a Python writer, which
-    made ``df.write.format("lakecore")`` 1.7x faster (the batches stay 10,000 rows). The conf
-    is session-wide: a session whose own Python UDFs take very wide rows may want Spark's byte
-    cap, so pass True (or set the conf yourself) and the conf is left alone.
+    made ``df.write.format("lakecore")`` 1.4-1.7x faster (the batches stay 10,000 rows). The
+    conf is session-wide: a session whose own Python UDFs take very wide rows may want Spark's
+    byte cap, so pass True (or set the conf yourself) and the conf is left alone.
     """
     from lakecore.spark.datasource.source import registered_class
 
