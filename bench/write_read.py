@@ -65,8 +65,8 @@ from _common import (  # noqa: E402
 
 WRITE_ONLY = {"write-only": "true"}  # no compaction: the read merges all commits' runs
 # A merged read of 1M rows takes 0.1-0.15 s, and one sample on this host varies by 10-30 %:
-# timed once a round (3 rounds), the 16-bucket read measured 0.43x, 0.39x and 0.40x of raw
-# pyarrow in three runs of the same code (target 0.4x). Reads are cheap: take more samples.
+# timed once a round, a read's best rested on 3 samples and its baseline's on 3 others taken
+# minutes apart. Reads are cheap: 3 a round, each beside a raw read, give both sides 9.
 READ_REPEATS = 3
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -121,3 +123,17 @@ def data_files(table: FileStoreTable) -> list[str]:
     base = table.table_path
     return sorted(s.path for s in table.file_io.list_status(base, recursive=True)
                   if not s.is_dir and "/bucket-" in s.path)
+
+
+@contextmanager
+def session_conf(spark: Any, **settings: str | None) -> Iterator[None]:
+    """The session with ``settings`` (keys with dots given as ``**{"a.b": v}``; None: unset)
+    for the block; each key's own value (or its absence) comes back after."""
+    before = {k: spark.conf.get(k, None) for k in settings}
+    try:
+        for k, v in settings.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+        yield
+    finally:
+        for k, v in before.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)

@@ -171,22 +171,20 @@ def test_register_lifts_sparks_arrow_byte_cap_only_where_the_session_sets_none(d
     """Unset, the byte cap becomes Spark's "no cap" (Spark stops sizing every row it hands
     the writer); a cap the session sets is kept, and writes under it land every row; with
     ``arrow_byte_cap=True`` register leaves the conf alone."""
-    before = ds.conf.get(BYTES, None)
     table = h.create(warehouse)
     data = _batches(2, rows=200)
     try:
-        ds.conf.unset(BYTES)
-        register(ds, arrow_byte_cap=True)
-        assert ds.conf.get(BYTES, None) is None
-        register(ds)
-        assert ds.conf.get(BYTES) == "2147483647"
-        _write(_df(ds, data[0]), warehouse)
-        ds.conf.set(BYTES, "2k")  # a few rows per batch
-        register(ds)
-        assert ds.conf.get(BYTES) == "2k"
-        _write(_df(ds, data[1]), warehouse)
+        with h.session_conf(ds, **{BYTES: None}):
+            register(ds, arrow_byte_cap=True)
+            assert ds.conf.get(BYTES, None) is None
+            register(ds)
+            assert ds.conf.get(BYTES) == "2147483647"
+            _write(_df(ds, data[0]), warehouse)
+            ds.conf.set(BYTES, "2k")  # a few rows per batch
+            register(ds)
+            assert ds.conf.get(BYTES) == "2k"
+            _write(_df(ds, data[1]), warehouse)
     finally:
-        ds.conf.unset(BYTES) if before is None else ds.conf.set(BYTES, before)
         register(ds)
     assert h.rows(table) == h.model(data)
 

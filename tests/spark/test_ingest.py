@@ -167,10 +167,7 @@ def test_the_ingest_sets_its_arrow_batches_only_while_it_runs(spark, rows_from_s
     session's own settings come back after, unset ones unset, and one it set is kept."""
     from lakecore.spark.write_stage import arrow_batches
 
-    before = {k: spark.conf.get(k, None) for k in (BYTES, RECORDS)}
-    try:
-        spark.conf.unset(BYTES)
-        spark.conf.unset(RECORDS)
+    with h.session_conf(spark, **{BYTES: None, RECORDS: None}):
         with arrow_batches(spark, rows_from_spark):
             assert (spark.conf.get(BYTES), spark.conf.get(RECORDS)) == (cap, "100000")
         assert (spark.conf.get(BYTES, None), spark.conf.get(RECORDS, None)) == (None, None)
@@ -179,9 +176,6 @@ def test_the_ingest_sets_its_arrow_batches_only_while_it_runs(spark, rows_from_s
         with arrow_batches(spark, rows_from_spark):
             assert (spark.conf.get(BYTES), spark.conf.get(RECORDS)) == ("16m", "5000")
         assert (spark.conf.get(BYTES), spark.conf.get(RECORDS)) == ("16m", "5000")
-    finally:
-        for k, v in before.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
 
 
 def test_an_ingest_under_a_byte_cap_of_the_sessions_own_writes_every_row(
@@ -189,11 +183,7 @@ def test_an_ingest_under_a_byte_cap_of_the_sessions_own_writes_every_row(
     """A session's own small byte cap is kept (many small batches into both stages)."""
     table = h.create(warehouse)
     data = h.batches(2)
-    before = spark.conf.get(BYTES, None)
-    spark.conf.set(BYTES, "4k")
-    try:
+    with h.session_conf(spark, **{BYTES: "4k"}):
         for ident, b in enumerate(data, start=1):
             _ingest(spark, table, warehouse, b, ident, tmp_path)
-    finally:
-        spark.conf.unset(BYTES) if before is None else spark.conf.set(BYTES, before)
     assert h.rows(table) == h.model(data)

@@ -148,14 +148,8 @@ def test_deletion_vectors_are_a_filter_in_the_scan_and_the_anti_join_agrees(
     # evaluated without generated code too (Spark falls back to it for very wide rows)
     interpreted = {"spark.sql.codegen.wholeStage": "false",
                    "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-    before = {k: spark.conf.get(k, None) for k in interpreted}
-    try:
-        for k, v in interpreted.items():
-            spark.conf.set(k, v)
+    with h.session_conf(spark, **interpreted):
         assert _rows(read_table(spark, warehouse, "db.dv")) == h.model(data)
-    finally:
-        for k, v in before.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
     # the sparse bitmap, where the dense one would be too large
     monkeypatch.setattr(deletion_filter, "DENSE_MAX_ROWS", 0)
     sparse = read_table(spark, warehouse, "db.dv")
