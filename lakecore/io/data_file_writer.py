@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,7 @@ from lakecore.io.parquet_footer import HoldingSink, arrow_schema_value, patch_fo
 from lakecore.io.parquet_layout import ParquetLayout, parquet_layout
 from lakecore.io.stats_collector import ChunkStats, StatsCollector
 from lakecore.options.parse import StatsMode
-from lakecore.schema.types import DataField
+from lakecore.schema.types import DataField, DataType
 from lakecore.store.file_io import FileIO
 from lakecore.store.paths import PathFactory
 from lakecore.utils.faults import CrashStep, maybe_crash
@@ -83,13 +84,14 @@ class FileWriterSpec:
     def is_kv(self) -> bool:
         return bool(self.key_fields)
 
-    @property
+    # what follows is derived once per spec (the writers of every bucket of a commit share it)
+    @cached_property
     def layout(self) -> ParquetLayout:
         """The Parquet types the files get: Paimon's (``parquet_layout``)."""
         return parquet_layout(self.file_schema)
 
-    @property
-    def dictionary_columns(self) -> list[str]:
+    @cached_property
+    def dictionary_columns(self) -> tuple[str, ...]:
         """The file's columns that may get a Parquet dictionary: all but the ones unique in a
         key-value file (``_KEY_*``, ``_SEQUENCE_NUMBER``, the value of a one-field key)."""
         unique = {KEY_PREFIX + f.name for f in self.key_fields}
@@ -97,14 +99,61 @@ class FileWriterSpec:
             unique.add(SEQUENCE_NUMBER)
         if len(self.key_fields) == 1:
             unique.add(self.key_fields[0].name)
-        return [n for n in self.file_schema.names if n not in unique]
+        return tuple(n for n in self.file_schema.names if n not in unique)
 
-    @property
-    def measured_dictionary_columns(self) -> list[str]:
+    @cached_property
+    def measured_dictionary_columns(self) -> tuple[str, ...]:
         """Of ``dictionary_columns``, the ones whose dictionary is judged per file from its
         rows (``dictionary_choice``): all but ``_VALUE_KIND``, which holds at most four
         values and always keeps its dictionary (two-bit indices)."""
-        return [n for n in self.dictionary_columns if not (self.is_kv and n == VALUE_KIND)]
+        return tuple(n for n in self.dictionary_columns if not (self.is_kv and n == VALUE_KIND))
+
+    @cached_property
+    def fixed_dictionary_columns(self) -> tuple[str, ...]:
+        """Of ``dictionary_columns``, the ones that always keep their dictionary."""
+        measured = set(self.measured_dictionary_columns)
+        return tuple(n for n in self.dictionary_columns if n not in measured)
+
+    @cached_property
+    def stats_types(self) -> dict[str, DataType]:
+        """The type of each statistics column (``_KEY_*`` and the values)."""
+        types = {f.name: f.type for f in self.value_fields}
+        types.update((KEY_PREFIX + f.name, f.type) for f in self.key_fields)
+        return types
+
+    @cached_property
+    def int96_stats_columns(self) -> tuple[str, ...]:
+        """The statistics columns the footer has no statistics for (INT96 timestamps:
+        measured from the rows, ``RollingFileWriter._measure``), keys first."""
+        int96 = set(self.layout.int96_columns)
+        return tuple(n for n in (*(KEY_PREFIX + f.name for f in self.key_fields),
+                                 *(f.name for f in self.value_fields)) if n in int96)
+
+    @cached_property
+    def atomic_value_fields(self) -> tuple[DataField, ...]:
+        """The value fields a file has statistics for: BinaryRow stats hold atomic values
+        only, so nested columns are left out and the file names the columns it has stats for
+        (``_VALUE_STATS_COLS``), as Paimon does."""
+        return tuple(f for f in self.value_fields if not f.type.is_nested)
+
+    @cached_property
+    def leaves(self) -> dict[str, int]:
+        """Each column's first Parquet leaf (``footer_stats.leaf_columns``)."""
+        return leaf_columns(self.file_schema)
+
+
+def _size_class(rows: int) -> int:
+    """Files whose first parts have rows of the same power of two are judged alike."""
+    return rows.bit_length()
+
+
+def share_dictionary_choice(spec: FileWriterSpec, partition: Sequence[Any],
+                            first: pa.Table) -> None:
+    """Judge once, from ``first`` (rows of one bucket of ``partition``, in the file schema),
+    which columns keep a dictionary in every file of the partition that starts with a part
+    of its size, whatever its bucket, until ``spec.dictionary_choices.unshare()``."""
+    choice = dictionary_columns(first, spec.measured_dictionary_columns, DICTIONARY_PAGE_LIMIT)
+    spec.dictionary_choices.share((tuple(partition), _size_class(first.num_rows)), choice)
 
 
 class RollingFileWriter:
@@ -133,13 +182,8 @@ class RollingFileWriter:
         self._name = ""
         self._path = ""
         self._layout = spec.layout
-        # the type of each statistics column, and those the footer has no statistics for
-        # (INT96 timestamps: measured from the rows, ``_measure``)
-        self._types = {f.name: f.type for f in spec.value_fields}
-        self._types.update((KEY_PREFIX + f.name, f.type) for f in spec.key_fields)
-        int96 = set(self._layout.int96_columns)
-        self._int96 = [n for n in (*(KEY_PREFIX + f.name for f in spec.key_fields),
-                                   *(f.name for f in spec.value_fields)) if n in int96]
+        self._types = spec.stats_types
+        self._int96 = list(spec.int96_stats_columns)
         self._int96_measure = StatsCollector(self._int96, [self._types[n] for n in self._int96],
                                              StatsMode("full"))
         self._reset_file_state()
@@ -149,19 +193,17 @@ class RollingFileWriter:
         self._pending_rows = 0
         self._step_rows: int | None = None  # rows per row group, from the first chunk's width
         self._measured_dictionary = spec.measured_dictionary_columns
-        measured = set(self._measured_dictionary)
-        self._fixed_dictionary = [n for n in spec.dictionary_columns if n not in measured]
-        self._leaves = leaf_columns(spec.file_schema)
+        self._fixed_dictionary = list(spec.fixed_dictionary_columns)
+        self._leaves = spec.leaves
 
     def _reset_file_state(self) -> None:
-        key_names = [KEY_PREFIX + f.name for f in self.spec.key_fields]
-        mode = self.spec.stats_mode
-        self._key_stats = StatsCollector(key_names, [f.type for f in self.spec.key_fields], mode)
-        # BinaryRow stats hold atomic values only: nested columns are left out and the file
-        # names the columns it has stats for (_VALUE_STATS_COLS), as Paimon does
-        atomic = [f for f in self.spec.value_fields if not f.type.is_nested]
+        spec = self.spec
+        mode = spec.stats_mode
+        self._key_stats = StatsCollector([KEY_PREFIX + f.name for f in spec.key_fields],
+                                         [f.type for f in spec.key_fields], mode)
+        atomic = spec.atomic_value_fields
         self._value_stats_cols = (
-            None if len(atomic) == len(self.spec.value_fields) else tuple(f.name for f in atomic)
+            None if len(atomic) == len(spec.value_fields) else tuple(f.name for f in atomic)
         )
         self._value_stats = StatsCollector([f.name for f in atomic], [f.type for f in atomic], mode)
         self._int96_stats = StatsCollector(self._int96, [self._types[n] for n in self._int96],
@@ -199,12 +241,20 @@ class RollingFileWriter:
             compression=self.spec.compression,
             store_decimal_as_integer=layout.decimals_as_integers,
             write_statistics=layout.statistics_columns(),
-            use_dictionary=self._fixed_dictionary + self.spec.dictionary_choices.choose(
-                (self.partition, self.bucket, first.num_rows.bit_length()),
-                lambda: dictionary_columns(first, self._measured_dictionary,
-                                           DICTIONARY_PAGE_LIMIT)),
+            use_dictionary=self._fixed_dictionary + self._dictionary(first),
             dictionary_pagesize_limit=DICTIONARY_PAGE_LIMIT,
         )
+
+    def _dictionary(self, first: pa.Table) -> list[str]:
+        """The measured columns that keep a dictionary in a file starting with ``first``:
+        the partition's shared judgment for its size (``share_dictionary_choice``), else this
+        bucket's."""
+        choices, size = self.spec.dictionary_choices, _size_class(first.num_rows)
+        shared = choices.shared((self.partition, size))
+        if shared is not None:
+            return shared
+        return choices.choose((self.partition, self.bucket, size), lambda: dictionary_columns(
+            first, self._measured_dictionary, DICTIONARY_PAGE_LIMIT))
 
     def write(self, chunk: pa.Table) -> None:
         """Append a chunk (already sorted after everything written before it). Chunks are

@@ -39,6 +39,10 @@ class AppendOnlyWriter:
     def buffered_bytes(self) -> int:
         return self._bytes
 
+    def first_buffered(self) -> pa.Table | None:
+        """The first rows buffered, if any."""
+        return self._chunks[0] if self._chunks else None
+
     def write(self, rows: pa.Table, kinds: pa.Array | None = None) -> None:
         self._chunks.append(rows)
         self._bytes += rows.nbytes

@@ -81,6 +81,10 @@ class MergeTreeWriter:
     def buffered_bytes(self) -> int:
         return self._bytes
 
+    def first_buffered(self) -> pa.Table | None:
+        """The first rows buffered (in the file schema, not yet merged), if any."""
+        return self._chunks[0] if self._chunks else None
+
     def write(self, rows: pa.Table, kinds: pa.Array) -> None:
         kv = to_kv(rows, self.key_names, self.next_sequence, kinds, self.file_spec.file_schema)
         self.next_sequence += rows.num_rows

@@ -17,6 +17,7 @@ from lakecore.compact.inline import InlineCompactor
 from lakecore.format.bucket import POSTPONE_BUCKET
 from lakecore.format.manifest import DataFileMeta
 from lakecore.format.snapshot import Snapshot
+from lakecore.io.data_file_writer import share_dictionary_choice
 from lakecore.io.specs import file_writer_spec, merge_spec_for
 from lakecore.options import ChangelogProducer
 from lakecore.store.file_store import FileStore
@@ -201,7 +202,11 @@ class TableWrite:
         # the data files flush (DynamicBucketIndex.prepare_commit cleans up after itself)
         index_job = (None if self._dynamic is None
                      else side_pool().submit(self._dynamic.prepare_commit))
-        outcomes = map_buckets(_prepare_one, list(self._writers.values()))
+        self._share_dictionary_choices()
+        try:
+            outcomes = map_buckets(_prepare_one, list(self._writers.values()))
+        finally:
+            self._file_spec.dictionary_choices.unshare()
         msgs = [m for m, _ in outcomes if m is not None and not m.is_empty()]
         errors = [e for _, e in outcomes if e is not None]
         try:
@@ -220,6 +225,23 @@ class TableWrite:
             self.abort()
             raise
         return msgs
+
+    def _share_dictionary_choices(self) -> None:
+        """For each partition whose buckets flush side by side, which columns keep a Parquet
+        dictionary is judged once, here, from the buffered rows of its lowest bucket
+        (``share_dictionary_choice``), rather than once per bucket's file."""
+        lowest: dict[tuple, tuple[int, Writer]] = {}
+        buckets: dict[tuple, int] = defaultdict(int)
+        for (partition, bucket), w in self._writers.items():
+            if w.first_buffered() is None:
+                continue
+            buckets[partition] += 1
+            if partition not in lowest or bucket < lowest[partition][0]:
+                lowest[partition] = (bucket, w)
+        for partition, (_, w) in lowest.items():
+            first = w.first_buffered()
+            if buckets[partition] > 1 and first is not None:
+                share_dictionary_choice(self._file_spec, partition, first)
 
     def _with_index_changes(self, msgs: list[CommitMessage],
                             changes: list[IndexChange]) -> list[CommitMessage]:

@@ -193,6 +193,11 @@ def test_a_choice_serves_the_next_files_of_its_partition_and_size_then_is_made_a
     assert calls == ["a", "b", "c", "-"]
     copy = pickle.loads(pickle.dumps(choices))  # a pickled task starts afresh
     assert copy.choose(("p1", 13), decide(["d"])) == ["d"]
+    choices.share(("p1", 13), ["s"])  # a partition's shared judgment, until unshared
+    assert choices.shared(("p1", 13)) == ["s"] and choices.shared(("p1", 14)) is None
+    assert pickle.loads(pickle.dumps(choices)).shared(("p1", 13)) is None
+    choices.unshare()
+    assert choices.shared(("p1", 13)) is None
 
 
 def test_files_of_one_write_share_the_choice_and_stay_correct(tmp_path: Path) -> None:
@@ -217,3 +222,37 @@ def test_files_of_one_write_share_the_choice_and_stay_correct(tmp_path: Path) ->
                        range(meta.num_columns)}
             assert by_name["country"].has_dictionary_page
             assert not by_name["v"].has_dictionary_page
+
+
+@pytest.mark.parametrize("primary_keys", [["day", "id"], None], ids=["pk", "append"])
+def test_each_partition_judges_once_for_its_buckets_and_the_same_writes_make_the_same_files(
+        tmp_path: Path, primary_keys: list[str] | None) -> None:
+    """One commit to 8 buckets of two partitions whose rows differ: in one the column
+    repeats, in the other it is unique. Each partition's files follow their own rows, every
+    bucket alike; the same commit to a second table makes files of the same sizes."""
+    schema = pa.schema([pa.field("day", pa.string(), False), pa.field("id", pa.int64(), False),
+                        ("c", pa.int64()), ("v", pa.float64())])
+    rng = np.random.default_rng(5)
+    rows = 40_000
+    ids = rng.permutation(rows)
+    day = np.where(ids % 2 == 0, "repeats", "unique")
+    data = pa.table({"day": day, "id": pa.array(ids, pa.int64()),
+                     "c": np.where(ids % 2 == 0, ids % 5, ids * 31 + 7),
+                     "v": rng.standard_normal(rows)}, schema=schema)
+    sizes = []
+    for name in ("db.a", "db.b"):
+        options = {"bucket": "8"} if primary_keys else {"bucket": "8", "bucket-key": "id"}
+        table = make_table(str(tmp_path), schema, primary_keys=primary_keys,
+                           partition_keys=["day"], options=options, name=name)
+        write(table, data)
+        files = {}
+        for split in table.new_read_builder().new_scan().plan().splits():
+            for f in split.files:
+                path = table.paths.data_file_path(split.partition, split.bucket, f.file_name)
+                files[split.partition[0], split.bucket] = (path, f.file_size)
+        assert len(files) == 16
+        for (partition, _), (path, _) in files.items():
+            assert ("c" in _dictionary_encoded(path)) == (partition == "repeats"), partition
+            assert "v" not in _dictionary_encoded(path)
+        sizes.append({key: size for key, (_, size) in files.items()})
+    assert sizes[0] == sizes[1]
