@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import wait
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -64,8 +65,33 @@ def _physical_columns(columns: Sequence[str], have: set[str]) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class ReadColumns:
+    """What a read asks of each data file, worked out once for all its files: the ``names``
+    and the schema they are read as (``formats.read_schema``)."""
+
+    names: tuple[str, ...]
+    target: pa.Schema
+
+    @classmethod
+    def of(cls, table: FileStore, names: Sequence[str] | ReadColumns) -> ReadColumns:
+        if isinstance(names, ReadColumns):
+            return names
+        return cls(tuple(names), read_schema(table.schema.row_type, names))
+
+
+def _assemble(table: FileStore, t: pa.Table, columns: ReadColumns, path: str,
+              kind: int | None = None) -> pa.Table:
+    """``t`` (the columns decoded from a file) as the read's ``columns``: absent columns
+    filled (``_fill_missing``: a ``_KEY_k`` column as column ``k``, others null), the footer's
+    one row ``kind`` as ``_VALUE_KIND``, each column in the table's type and nullability
+    (``conform_chunk``, which names a bad file)."""
+    return conform_chunk(_fill_missing(table, _with_kind(t, kind), columns.names),
+                         columns.target, path)
+
+
 def read_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
-                   f: DataFileMeta, columns: Sequence[str]) -> pa.Table:
+                   f: DataFileMeta, columns: Sequence[str] | ReadColumns) -> pa.Table:
     """The whole file (checked against the manifest's row count)."""
     chunks = list(iter_data_file(table, partition, bucket, f, columns, chunk_rows=None))
     if len(chunks) == 1:
@@ -74,10 +100,11 @@ def read_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
 
 
 def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
-                   f: DataFileMeta, columns: Sequence[str],
+                   f: DataFileMeta, columns: Sequence[str] | ReadColumns,
                    chunk_rows: int | None = CHUNK_ROWS) -> Iterator[pa.Table]:
     """The file as chunks of at most ``chunk_rows`` rows (None: one chunk)."""
-    mapping = mapping_for(table, f, columns)
+    wanted = ReadColumns.of(table, columns)
+    mapping = mapping_for(table, f, wanted.names)
     if mapping is not None:  # written under another schema version: map by field id
         for t in iter_data_file(file_table(table, f), partition, bucket, f,
                                 mapping.file_columns, chunk_rows):
@@ -85,7 +112,7 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
         return
     path = data_file_path(table, partition, bucket, f)
     # every chunk gets the table's types and nullability, whatever the file declares
-    target = read_schema(table.schema.row_type, columns)
+    columns, target = wanted.names, wanted.target
     if format_of(path) != PARQUET:  # ORC and Avro (formats.py)
         rows = 0
         for t in iter_foreign(table.file_io, path, columns, chunk_rows, target):
@@ -104,16 +131,15 @@ def iter_data_file(table: FileStore, partition: Sequence[Any], bucket: int,
                 cols.remove(VALUE_KIND)
             if chunk_rows is None:
                 # a bucket task keeps its core busy: Arrow's own threads would only contend
-                t = _with_kind(pf.read(columns=cols, use_threads=not in_bucket_task()), kind)
+                t = pf.read(columns=cols, use_threads=not in_bucket_task())
                 rows = t.num_rows
                 if rows != f.row_count:
                     raise CorruptFileError(path, f"has {rows} rows, manifest says {f.row_count}")
-                yield conform_chunk(_fill_missing(table, t, columns), target, path)
+                yield _assemble(table, t, wanted, path, kind)
                 return
             for t in _chunks(pf, cols, chunk_rows):
                 rows += t.num_rows
-                yield conform_chunk(_fill_missing(table, _with_kind(t, kind), columns), target,
-                                    path)
+                yield _assemble(table, t, wanted, path, kind)
     except CorruptFileError:
         raise
     except (OSError, pa.ArrowInvalid) as e:
@@ -157,17 +183,21 @@ def _leaf_index(md: pq.FileMetaData, name: str) -> int | None:
 
 
 def _with_kind(t: pa.Table, kind: int | None) -> pa.Table:
-    """``t`` with its ``_VALUE_KIND`` column, ``kind`` in every row (None: ``t`` has it): a
-    slice of one shared array of that kind, not a new one per file."""
+    """``t`` with its ``_VALUE_KIND`` column, ``kind`` in every row (None: ``t`` has it)."""
     if kind is None:
         return t
-    n = t.num_rows
+    return t.append_column(_KIND_FIELD, _kind_array(kind, t.num_rows))
+
+
+def _kind_array(kind: int, n: int) -> pa.Array:
+    """``kind`` in ``n`` rows: a slice of one shared array of that kind, not a new one per
+    file."""
     held = _KINDS.get(kind)
     if held is None or len(held) < n:
         rows = max(n, _KINDS_ROWS, 0 if held is None else 2 * len(held))
         held = pa.array(np.full(rows, kind, dtype=np.int8))
         _KINDS[kind] = held  # a race only makes one more of them: any of them is right
-    return t.append_column(_KIND_FIELD, held.slice(0, n))
+    return held.slice(0, n)
 
 
 _KINDS_ROWS = 64 * 1024
@@ -185,19 +215,20 @@ def _parquet_file(src: pa.NativeFile, f: DataFileMeta, *, whole: bool) -> pq.Par
 
 
 def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: DataFileMeta,
-                   columns: Sequence[str], fn: Callable[[pa.Table, int], pa.Table]
-                   ) -> list[pa.Table]:
+                   columns: Sequence[str] | ReadColumns,
+                   fn: Callable[[pa.Table, int], pa.Table]) -> list[pa.Table]:
     """``fn(rows, first_row)`` over the file's row groups, in order. A Parquet file of the
     table's schema has its row groups decoded (and ``fn`` applied) side by side on the side
     threads, each through a handle of its own, which keeps both cores busy where a whole-file
     read waits on its slowest column; other files are read chunk by chunk on this thread."""
     path = data_file_path(table, partition, bucket, f)
-    if mapping_for(table, f, columns) is not None or format_of(path) != PARQUET:
-        return _map_chunks(table, partition, bucket, f, columns, fn)
+    wanted = ReadColumns.of(table, columns)
+    if mapping_for(table, f, wanted.names) is not None or format_of(path) != PARQUET:
+        return _map_chunks(table, partition, bucket, f, wanted, fn)
     try:
         with table.file_io.open_input_file(path) as src:
             pf = pq.ParquetFile(src)
-            cols = _physical_columns(columns, set(pf.schema_arrow.names))
+            cols = _physical_columns(wanted.names, set(pf.schema_arrow.names))
             meta = pf.metadata  # parsed once: each row group's handle reuses it
             sizes = [meta.row_group(i).num_rows for i in range(meta.num_row_groups)]
     except (OSError, pa.ArrowInvalid) as e:
@@ -205,8 +236,7 @@ def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: D
     if sum(sizes) != f.row_count:
         raise CorruptFileError(path, f"has {sum(sizes)} rows, manifest says {f.row_count}")
     if len(sizes) < 2 or max(sizes) > 2 * CHUNK_ROWS:  # one group, or groups too big to hold
-        return _map_chunks(table, partition, bucket, f, columns, fn)
-    target = read_schema(table.schema.row_type, columns)
+        return _map_chunks(table, partition, bucket, f, wanted, fn)
     firsts = [0, *itertools.accumulate(sizes)]
 
     def one(i: int) -> pa.Table:
@@ -215,7 +245,7 @@ def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: D
                 t = pq.ParquetFile(src, metadata=meta).read_row_group(i, columns=cols)
         except (OSError, pa.ArrowInvalid) as e:
             raise CorruptFileError(path, f"cannot read data file: {e}") from e
-        return fn(conform_chunk(_fill_missing(table, t, columns), target, path), firsts[i])
+        return fn(_assemble(table, t, wanted, path), firsts[i])
 
     futures = [side_pool().submit(one, i) for i in range(len(sizes))]
     wait(futures)
@@ -223,7 +253,7 @@ def map_row_groups(table: FileStore, partition: Sequence[Any], bucket: int, f: D
 
 
 def _map_chunks(table: FileStore, partition: Sequence[Any], bucket: int, f: DataFileMeta,
-                columns: Sequence[str], fn: Callable[[pa.Table, int], pa.Table]
+                columns: ReadColumns, fn: Callable[[pa.Table, int], pa.Table]
                 ) -> list[pa.Table]:
     out, first = [], 0
     for t in iter_data_file(table, partition, bucket, f, columns):
@@ -250,8 +280,9 @@ def iter_sorted_run(table: FileStore, partition: Sequence[Any], bucket: int,
                     files: Sequence[DataFileMeta], columns: Sequence[str],
                     chunk_rows: int = CHUNK_ROWS) -> Iterator[pa.Table]:
     """Chunks of a sorted run: its files are non-overlapping and in key order."""
+    wanted = ReadColumns.of(table, columns)
     for f in files:
-        yield from iter_data_file(table, partition, bucket, f, columns, chunk_rows)
+        yield from iter_data_file(table, partition, bucket, f, wanted, chunk_rows)
 
 
 _INSERT, _UPDATE_AFTER = 0, 2  # RowKind +I, +U: the only kinds that are not retractions

@@ -18,7 +18,12 @@ import pyarrow.compute as pc
 from lakecore.format.deletion_vector import deletion_mask
 from lakecore.format.kv import KEY_PREFIX, ROW_KINDS, SEQUENCE_NUMBER, VALUE_KIND, RowKind
 from lakecore.format.manifest import DataFileMeta
-from lakecore.io.data_file_reader import data_file_path, map_row_groups, read_data_file
+from lakecore.io.data_file_reader import (
+    ReadColumns,
+    data_file_path,
+    map_row_groups,
+    read_data_file,
+)
 from lakecore.io.specs import merge_spec_for
 from lakecore.merge.order import merge_order
 from lakecore.merge.runs import merge_runs
@@ -59,6 +64,7 @@ class SplitRead:
             if c not in self.read_names:
                 self.read_names.append(c)
         self.is_pk = bool(s.primary_keys)
+        self._read_columns: dict[tuple[str, ...], ReadColumns] = {}
         if self.is_pk:
             self.merge_spec = merge_spec_for(table, self.read_names)
             self.key_fields = [s.row_type.field(k) for k in s.trimmed_primary_keys]
@@ -69,10 +75,20 @@ class SplitRead:
             extra = [c for c in self.merge_spec.value_columns if c not in self.read_names]
             self.file_value_names = self.read_names + extra
 
-    def _read_file(self, split: Split, f: DataFileMeta, columns: list[str],
+    def _columns(self, names: list[str]) -> ReadColumns:
+        """``names`` as every file of this read is asked for them (worked out once; a race
+        only works them out twice)."""
+        key = tuple(names)
+        held = self._read_columns.get(key)
+        if held is None:
+            held = self._read_columns[key] = ReadColumns.of(self.table, names)
+        return held
+
+    def _read_file(self, split: Split, f: DataFileMeta, names: list[str],
                    vectors: Mapping[str, np.ndarray]) -> pa.Table:
         """The file's rows, minus the positions its deletion vector marks (if any); with a
         vector its row groups are decoded and filtered side by side."""
+        columns = self._columns(names)
         positions = vectors.get(f.file_name)
         if positions is None:
             return read_data_file(self.table, split.partition, split.bucket, f, columns)
