@@ -28,6 +28,7 @@ from lakecore.format.manifest import DataFileMeta
 from lakecore.io.data_file_reader import data_file_path, read_data_file
 from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
+from lakecore.utils.arrow import bool_array
 from lakecore.utils.threads import ordered_map
 
 FILE_COLUMN = "__lakecore_file"
@@ -52,7 +53,7 @@ def apply_vector(t: pa.Table, positions: np.ndarray | None, offset: int = 0) -> 
     local = positions[lo:hi].astype(np.int64) - offset
     keep = np.ones(t.num_rows, dtype=bool)
     keep[local] = False
-    return t.filter(pa.array(keep))
+    return t.filter(bool_array(keep))
 
 
 def live_keys(table: FileStore, partition: Sequence[Any], bucket: int,
@@ -71,7 +72,7 @@ def live_keys(table: FileStore, partition: Sequence[Any], bucket: int,
             keep &= deletion_mask(v, n, data_file_path(table, partition, bucket, f))
         t = t.select(keys).append_column(FILE_COLUMN, pa.array(np.full(n, i, np.int32)))
         t = t.append_column(POS_COLUMN, pa.array(np.arange(n, dtype=np.int64)))
-        parts.append(t.filter(pa.array(keep)))
+        parts.append(t.filter(bool_array(keep)))
     if not parts:
         return _empty(table)
     return pa.concat_tables(parts)

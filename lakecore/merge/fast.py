@@ -27,6 +27,7 @@ from lakecore.merge.sort import (
 )
 from lakecore.merge.spec import MergeSpec
 from lakecore.options import MergeEngine
+from lakecore.utils.arrow import bool_array
 
 
 def with_row_sequence(table: pa.Table) -> pa.Table:
@@ -57,7 +58,7 @@ def sort_and_merge(table: pa.Table, spec: MergeSpec, *, drop_retracts: bool,
             kinds = as_numpy_key(table.column(VALUE_KIND))
             assert kinds is not None  # _VALUE_KIND is a NOT NULL tinyint
             live = _live(kinds)
-            out = out if live.all() else out.filter(pa.array(live))
+            out = out if live.all() else out.filter(bool_array(live))
         return out
     if not ordered:
         keep = _latest_mask(table, spec, sequenced=sequenced)
@@ -143,7 +144,7 @@ def _rows(table: pa.Table, chosen: np.ndarray, columns: list[str] | None, *, ord
     if not ordered:
         mask = np.zeros(table.num_rows, dtype=bool)
         mask[chosen] = True
-        return source.filter(pa.array(mask))
+        return source.filter(bool_array(mask))
     return source.take(pa.array(chosen))
 
 

@@ -41,6 +41,7 @@ from lakecore.merge.groups import GroupFieldError, merge_with_sequence_groups
 from lakecore.merge.sort import group_starts
 from lakecore.merge.spec import MergeSpec
 from lakecore.options import AggregateFunction, MergeEngine
+from lakecore.utils.arrow import bool_array
 
 
 @dataclass
@@ -301,11 +302,11 @@ def _assemble(
             keep = None
     rows = result.rows if keep is None else result.rows[keep]
     index = pa.array(rows)
-    mask = None if keep is None else pa.array(keep)
+    mask = None if keep is None else bool_array(keep)
     use_merged = result.use_merged
     if use_merged is not None and keep is not None:
         use_merged = use_merged[keep]
-    verbatim = None if use_merged is None or use_merged.all() else pa.array(use_merged)
+    verbatim = None if use_merged is None or use_merged.all() else bool_array(use_merged)
     arrays: list[pa.Array] = []
     for name in table.column_names:
         if name == VALUE_KIND:

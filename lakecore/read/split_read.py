@@ -40,6 +40,7 @@ from lakecore.read.predicate import Predicate
 from lakecore.read.scan import Split
 from lakecore.schema.types import to_arrow
 from lakecore.store.file_store import FileStore
+from lakecore.utils.arrow import bool_array
 from lakecore.utils.threads import ordered_map
 
 ROW_KIND_COLUMN = "_ROW_KIND"
@@ -93,10 +94,10 @@ class SplitRead:
         if positions is None:
             return read_data_file(self.table, split.partition, split.bucket, f, columns)
         path = data_file_path(self.table, split.partition, split.bucket, f)
-        keep = deletion_mask(positions, f.row_count, path)
+        keep = bool_array(deletion_mask(positions, f.row_count, path))
 
         def live(rows: pa.Table, first: int) -> pa.Table:
-            return rows.filter(pa.array(keep[first:first + rows.num_rows]))
+            return rows.filter(keep.slice(first, rows.num_rows))
 
         kept = map_row_groups(self.table, split.partition, split.bucket, f, columns, live)
         if len(kept) == 1:

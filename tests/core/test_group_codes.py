@@ -1,7 +1,8 @@
 """``group_codes``: rows grouped by equal values of some columns without moving them, the
 groups numbered in the order of their values (ascending, nulls first, as partitions are
 listed); ``group_by_columns`` cuts the rows by them. The routing cuts partitions with them.
-The reference is plain Python over the rows."""
+The reference is plain Python over the rows. Also ``bool_array``, the
+selections filters take (same module)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakecore.utils.arrow import group_by_columns, group_codes
+from lakecore.utils.arrow import bool_array, group_by_columns, group_codes
 
 
 def _random_table(rows: int, seed: int) -> pa.Table:
@@ -74,3 +75,23 @@ def test_no_columns_and_no_rows():
     assert group_by_columns(table.slice(0, 0), ["s"]) == []
     ((value, part),) = group_by_columns(table.filter(pa.array([True] + [False] * 9)), ["s", "i"])
     assert part.num_rows == 1 and value == (table["s"][0].as_py(), table["i"][0].as_py())
+
+
+@pytest.mark.parametrize("rows", [0, 1, 7, 8, 9, 1000, 100_003])
+def test_a_numpy_mask_becomes_the_same_arrow_selection_for_every_length_and_view(
+        rows: int) -> None:
+    """``bool_array``: a filter's selection, packed to bits; the same values as Arrow's own
+    conversion, for any length (partial last byte), a slice and a strided view, and a
+    slice of the result selects the same rows as a slice of the mask."""
+    rng = np.random.default_rng(rows)
+    mask = rng.random(rows) > 0.3
+    for view in (mask, mask[3:], mask[::3]):
+        got = bool_array(view)
+        got.validate(full=True)
+        assert got.null_count == 0 and got.to_pylist() == view.tolist()
+    table = pa.table({"v": np.arange(rows)})
+    assert table.filter(bool_array(mask)).column("v").to_pylist() == np.flatnonzero(mask).tolist()
+    if rows > 10:
+        part = bool_array(mask).slice(5, rows - 10)
+        assert (table.slice(5, rows - 10).filter(part).column("v").to_pylist()
+                == (np.flatnonzero(mask[5:rows - 5]) + 5).tolist())
