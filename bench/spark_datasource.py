@@ -18,7 +18,9 @@ front; 6 columns: id, dt, i32, f64, s, ts; ``dt`` has 10 values):
   Every read ends in Spark's ``noop`` sink, so every row and column crosses into the JVM.
 
 Phases run interleaved in ``--repeat`` rounds (best kept), after an untimed warm-up that reads
-a small table each way (the deletion-vector filter included). Peak RSS is sampled over the whole
+a small table each way (the deletion-vector filter included); a round runs the reads
+``READ_PASSES`` times, each pass interleaved with its baseline (a read takes 1-2 s, and its
+baseline alone moved 1.32-1.57 s between two runs of 2 samples). Peak RSS is sampled over the whole
 process tree (driver Python + the JVM, which runs the executors in local mode + the Python
 workers, i.e. the executors' Python) and for the largest single Python worker.
 Prints a table, writes ``bench/out/spark_datasource.json`` and the ``## spark_datasource``
@@ -65,6 +67,7 @@ SOURCE_TARGET = 0.5
 # read_table over spark.read.parquet of the same rows (issue 32)
 NATIVE_TARGETS = {"compacted": 0.9, "dv": 0.8, "append": 0.9}
 BUCKETS = 4
+READ_PASSES = 2  # read phases per round (module docstring)
 # the DV table loses 10% of its rows in every partition (``dt`` follows ``id % 10``)
 DELETED_DIGIT = 3
 
@@ -202,6 +205,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         for r in range(args.repeat):  # interleaved, so a change in machine load hits all
             for ph in phases:
                 ph.run(r)
+            for _ in range(READ_PASSES - 1):  # the reads again, baselines beside them
+                for ph in phases:
+                    if meta[ph.name].kind == "read":
+                        ph.run(r)
         for name, rows in (("db.pk0", args.rows), ("db.log0", args.rows),
                            ("db.compacted", args.rows)):
             snap = catalog.get_table(name).snapshot_manager.latest()
@@ -295,7 +302,8 @@ def main() -> int:
     notes = [
         f"{args.rows:,} rows (10 Parquet source files), 10 partitions; PK (dt, id) tables "
         f"with {BUCKETS} buckets, append table with bucket -1; Spark local[2], driver memory "
-        f"{args.driver_memory}; best of {args.repeat} interleaved round(s). Ratios: rows/s "
+        f"{args.driver_memory}; best of {args.repeat} interleaved round(s), the reads "
+        f"{READ_PASSES} times a round. Ratios: rows/s "
         "over Spark's df.write.parquet (writes) or spark.read.parquet (reads) of the same "
         "rows (the DV table: a Parquet copy of its 90% live rows); reads end in Spark's noop "
         "sink. read_table: native Parquet scans of the files that need no merge "
