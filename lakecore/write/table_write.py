@@ -198,12 +198,12 @@ class TableWrite:
         threads; if one fails, the files of all of them are deleted and the first error is
         raised."""
         self._refresh_compactors()
-        # a dynamic-bucket table's HASH index files are written on a worker thread while
-        # the data files flush (DynamicBucketIndex.prepare_commit cleans up after itself)
-        index_job = (None if self._dynamic is None
-                     else side_pool().submit(self._dynamic.prepare_commit))
-        self._share_dictionary_choices()
         try:
+            self._share_dictionary_choices()  # before any file is written or job started
+            # a dynamic-bucket table's HASH index files are written on a worker thread while
+            # the data files flush (DynamicBucketIndex.prepare_commit cleans up after itself)
+            index_job = (None if self._dynamic is None
+                         else side_pool().submit(self._dynamic.prepare_commit))
             outcomes = map_buckets(_prepare_one, list(self._writers.values()))
         finally:
             self._file_spec.dictionary_choices.unshare()
