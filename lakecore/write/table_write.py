@@ -230,17 +230,14 @@ class TableWrite:
         """For each partition whose buckets flush side by side, which columns keep a Parquet
         dictionary is judged once, here, from the buffered rows of its lowest bucket
         (``share_dictionary_choice``), rather than once per bucket's file."""
-        lowest: dict[tuple, tuple[int, Writer]] = {}
-        buckets: dict[tuple, int] = defaultdict(int)
+        buffered: dict[tuple, list[tuple[int, pa.Table]]] = defaultdict(list)
         for (partition, bucket), w in self._writers.items():
-            if w.first_buffered() is None:
-                continue
-            buckets[partition] += 1
-            if partition not in lowest or bucket < lowest[partition][0]:
-                lowest[partition] = (bucket, w)
-        for partition, (_, w) in lowest.items():
             first = w.first_buffered()
-            if buckets[partition] > 1 and first is not None:
+            if first is not None:
+                buffered[partition].append((bucket, first))
+        for partition, firsts in buffered.items():
+            if len(firsts) > 1:
+                _, first = min(firsts, key=lambda bucket_rows: bucket_rows[0])
                 share_dictionary_choice(self._file_spec, partition, first)
 
     def _with_index_changes(self, msgs: list[CommitMessage],
