@@ -207,6 +207,44 @@ def test_only_the_primary_key_violation_counts_as_contention(make_lock):
     assert time.monotonic() - started < 5
 
 
+class _RacedLock(SqlCatalogLock):
+    """A lock whose look at the holder after a refused insert is raced by a real second
+    committer, ``races`` times: the other committer releases just before the look and takes
+    the lock again just after it (the interleaving 4 committers hit on MariaDB in CI)."""
+
+    def __init__(self, *args, other: SqlCatalogLock, races: int, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.other, self.races, self.looks = other, races, 0
+
+    def _holder(self, conn, lock_id):
+        if self.looks >= self.races:
+            return super()._holder(conn, lock_id)
+        self.looks += 1
+        self.other.release(lock_id, "owner-a")
+        try:
+            return super()._holder(conn, lock_id)
+        finally:
+            self.other.acquire(lock_id, "owner-a")
+
+
+def test_a_lock_that_changes_hands_between_insert_and_look_is_waited_for(
+        make_lock, lock_url, catalog_key):
+    other = make_lock()
+    lock_id = other.lock_id("db", "t")
+    other.acquire(lock_id, "owner-a")
+    raced = _RacedLock(lock_url, catalog_key=catalog_key, other=other, races=5,
+                       acquire_timeout=timedelta(seconds=30))
+    try:
+        threading.Timer(1.0, other.release, (lock_id, "owner-a")).start()
+        raced.acquire(lock_id, "owner-b")  # five refusals with no row behind them: a wait
+        assert raced.looks == 5
+        held = raced.holder("db", "t")
+        assert held is not None and held.owner == "owner-b"
+        raced.release(lock_id, "owner-b")
+    finally:
+        raced.close()
+
+
 def test_a_broken_lock_table_is_an_error_not_a_wait(tmp_path):
     url = f"sqlite:///{tmp_path}/broken.db"
     with create_engine(url).begin() as conn:
