@@ -350,8 +350,12 @@ class SqlCatalogLock:
                 )
             conn.close()  # back to the pool while we wait; re-validated on next use
             wait = min(backoff, deadline - now)
-            self.sleep(wait * (0.5 + self.rng.random() / 2))
+            self._pause(wait)
             backoff = min(cap, backoff * 2)
+
+    def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, randomized down to half (waiters do not retry in step)."""
+        self.sleep(seconds * (0.5 + self.rng.random() / 2))
 
     def _try_insert(self, conn: _Connection, lock_id: str, owner: str) -> bool:
         """Insert our row: True if it landed, False if another owner holds ``lock_id``.
@@ -379,7 +383,7 @@ class SqlCatalogLock:
                     raise
                 if refused > _REFUSED_AT_ONCE:
                     pause = MIN_SLEEP_SECONDS * 2 ** (refused - _REFUSED_AT_ONCE - 1)
-                    self.sleep(pause * (0.5 + self.rng.random() / 2))
+                    self._pause(pause)
             except DBAPIError as e:
                 # The server dropped the connection mid-statement: the insert may have landed.
                 # Our owner token is unique, so the row tells us; otherwise try again.

@@ -234,14 +234,16 @@ def test_a_lock_that_changes_hands_between_insert_and_look_is_waited_for(
     other.acquire(lock_id, "owner-a")
     raced = _RacedLock(lock_url, catalog_key=catalog_key, other=other, races=5,
                        acquire_timeout=timedelta(seconds=30))
+    timer = threading.Timer(1.0, other.release, (lock_id, "owner-a"))
     try:
-        threading.Timer(1.0, other.release, (lock_id, "owner-a")).start()
+        timer.start()
         raced.acquire(lock_id, "owner-b")  # five refusals with no row behind them: a wait
         assert raced.looks == 5
         held = raced.holder("db", "t")
         assert held is not None and held.owner == "owner-b"
         raced.release(lock_id, "owner-b")
     finally:
+        timer.join()
         raced.close()
 
 
